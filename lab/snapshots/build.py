@@ -488,23 +488,27 @@ def write_tarball(src_dir: str, output: str) -> None:
         for dirpath, dirnames, filenames in os.walk(src_dir):
             dirnames.sort()
             rel_dir = os.path.relpath(dirpath, src_dir)
-            entries = sorted(filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))])
-            for fn in entries:
-                full = os.path.join(dirpath, fn)
-                rel = os.path.normpath(os.path.join(rel_dir, fn))
-                info = tf.gettarinfo(full, arcname=rel)
-                info.mtime = 0
-                info.uid = info.gid = 0
-                info.uname = info.gname = "root"
-                if info.isreg():
-                    info.mode = 0o644
-                    with open(full, "rb") as fh:
-                        tf.addfile(info, fh)
-                else:
-                    tf.addfile(info)
-            dirnames[:] = [d for d in dirnames if not os.path.islink(os.path.join(dirpath, d))]
+            links = [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
+            if not filenames and not dirnames and rel_dir != ".":
+                _add(tf, dirpath, os.path.normpath(rel_dir))  # keep empty dirs (link targets)
+            for fn in sorted(filenames + links):
+                _add(tf, os.path.join(dirpath, fn), os.path.normpath(os.path.join(rel_dir, fn)))
+            dirnames[:] = [d for d in dirnames if d not in links]
     with open(output, "wb") as out, gzip.GzipFile(fileobj=out, mode="wb", mtime=0, filename="") as gz:
         gz.write(buf.getvalue())
+
+
+def _add(tf: tarfile.TarFile, full: str, arcname: str) -> None:
+    info = tf.gettarinfo(full, arcname=arcname)
+    info.mtime = 0
+    info.uid = info.gid = 0
+    info.uname = info.gname = "root"
+    if info.isreg():
+        info.mode = 0o644
+        with open(full, "rb") as fh:
+            tf.addfile(info, fh)
+    else:
+        tf.addfile(info)
 
 
 def build(name: str, output: str) -> None:
