@@ -52,12 +52,41 @@ MODELS: Dict[str, Dict[str, Any]] = {
     "h200": {"vendor": 0x10DE, "device": 0x2335, "class": 0x030200, "ssv": 0x10DE, "ssd": 0x18BE, "driver": "nvidia"},
     "h100": {"vendor": 0x10DE, "device": 0x2330, "class": 0x030200, "ssv": 0x10DE, "ssd": 0x16C1, "driver": "nvidia"},
     "l40s": {"vendor": 0x10DE, "device": 0x26B9, "class": 0x030200, "ssv": 0x10DE, "ssd": 0x1851, "driver": "nvidia"},
-    "cx7": {"vendor": 0x15B3, "device": 0x1021, "class": 0x020000, "ssv": 0x15B3, "ssd": 0x0041, "driver": "mlx5_core",
-            "hca_type": "MT4129", "board_id": "MT_0000000838", "fw_ver": "28.43.1014", "totalvfs": 16},
-    "cx6dx": {"vendor": 0x15B3, "device": 0x101D, "class": 0x020000, "ssv": 0x15B3, "ssd": 0x0016, "driver": "mlx5_core",
-              "hca_type": "MT4125", "board_id": "MT_0000000359", "fw_ver": "22.41.1000", "totalvfs": 8},
-    "cx7vf": {"vendor": 0x15B3, "device": 0x101E, "class": 0x020000, "ssv": 0x15B3, "ssd": 0x0041, "driver": "mlx5_core",
-              "hca_type": "MT4126", "board_id": "MT_0000000838", "fw_ver": "28.43.1014"},
+    "cx7": {
+        "vendor": 0x15B3,
+        "device": 0x1021,
+        "class": 0x020000,
+        "ssv": 0x15B3,
+        "ssd": 0x0041,
+        "driver": "mlx5_core",
+        "hca_type": "MT4129",
+        "board_id": "MT_0000000838",
+        "fw_ver": "28.43.1014",
+        "totalvfs": 16,
+    },
+    "cx6dx": {
+        "vendor": 0x15B3,
+        "device": 0x101D,
+        "class": 0x020000,
+        "ssv": 0x15B3,
+        "ssd": 0x0016,
+        "driver": "mlx5_core",
+        "hca_type": "MT4125",
+        "board_id": "MT_0000000359",
+        "fw_ver": "22.41.1000",
+        "totalvfs": 8,
+    },
+    "cx7vf": {
+        "vendor": 0x15B3,
+        "device": 0x101E,
+        "class": 0x020000,
+        "ssv": 0x15B3,
+        "ssd": 0x0041,
+        "driver": "mlx5_core",
+        "hca_type": "MT4126",
+        "board_id": "MT_0000000838",
+        "fw_ver": "28.43.1014",
+    },
     "nvme": {"vendor": 0x144D, "device": 0xA80A, "class": 0x010802, "ssv": 0x144D, "ssd": 0xA813, "driver": "nvme"},
     "pex89": {"vendor": 0x1000, "device": 0xC030, "class": 0x060400, "ssv": 0x1000, "ssd": 0x100B},
     "pex88": {"vendor": 0x10B5, "device": 0x8796, "class": 0x060400, "ssv": 0x10B5, "ssd": 0x8796},
@@ -478,7 +507,7 @@ def _extract(tarball: str, dest: str) -> None:
             if not (m.isfile() or m.isdir() or m.issym()):
                 continue
             members.append(m)
-        tf.extractall(dest, members=members)  # noqa: S202 - members validated above
+        tf.extractall(dest, members=members)
 
 
 def write_tarball(src_dir: str, output: str) -> None:

@@ -31,10 +31,25 @@ import tarfile
 import tempfile
 
 PCI_ATTRS = (
-    "vendor", "device", "subsystem_vendor", "subsystem_device", "class", "revision", "numa_node",
-    "local_cpulist", "local_cpus", "current_link_speed", "current_link_width", "max_link_speed",
-    "max_link_width", "secondary_bus_number", "subordinate_bus_number", "sriov_totalvfs",
-    "sriov_numvfs", "enable", "config",
+    "vendor",
+    "device",
+    "subsystem_vendor",
+    "subsystem_device",
+    "class",
+    "revision",
+    "numa_node",
+    "local_cpulist",
+    "local_cpus",
+    "current_link_speed",
+    "current_link_width",
+    "max_link_speed",
+    "max_link_width",
+    "secondary_bus_number",
+    "subordinate_bus_number",
+    "sriov_totalvfs",
+    "sriov_numvfs",
+    "enable",
+    "config",
 )
 PCI_LINKS = ("driver", "iommu_group", "physfn")
 NET_ATTRS = ("address", "mtu", "operstate", "dev_port", "dev_id", "type", "ifindex", "speed")
@@ -65,7 +80,7 @@ class Capture:
                 data = fh.read()
         except OSError as exc:
             if exc.errno not in (errno.EINVAL, errno.ENODEV, errno.EOPNOTSUPP):  # attribute n/a here
-                self.warnings.append("%s: %s" % (rel, exc))
+                self.warnings.append(f"{rel}: {exc}")
             return False
         self.seen.add(rel)
         dest = os.path.join(self.out, rel)
@@ -142,7 +157,7 @@ class Capture:
             self.copy_file(rel + "/" + attr)
         self.copy_link(rel + "/device")
         for port in self.listdir(rel + "/ports"):
-            prel = "%s/ports/%s" % (rel, port)
+            prel = f"{rel}/ports/{port}"
             for attr in PORT_ATTRS:
                 self.copy_file(prel + "/" + attr)
             zeros = 0
@@ -185,15 +200,15 @@ class Capture:
                 self.ibdev(real)
         for node in self.listdir("sys/devices/system/node"):
             if node.startswith("node") and node[4:].isdigit():
-                self.copy_file("sys/devices/system/node/%s/cpulist" % node)
-                self.copy_file("sys/devices/system/node/%s/cpumap" % node)
+                self.copy_file(f"sys/devices/system/node/{node}/cpulist")
+                self.copy_file(f"sys/devices/system/node/{node}/cpumap")
         for name in ("online", "possible"):
             self.copy_file("sys/devices/system/node/" + name)
         self.copy_file("sys/devices/system/cpu/online")
         self.mkdir("sys/kernel/iommu_groups")
         for group in self.listdir("sys/kernel/iommu_groups"):
-            for dev in self.listdir("sys/kernel/iommu_groups/%s/devices" % group):
-                self.copy_link("sys/kernel/iommu_groups/%s/devices/%s" % (group, dev))
+            for dev in self.listdir(f"sys/kernel/iommu_groups/{group}/devices"):
+                self.copy_link(f"sys/kernel/iommu_groups/{group}/devices/{dev}")
         for unit in self.listdir("sys/class/iommu"):
             self.mkdir("sys/class/iommu/" + unit)
         for name in ("sys_vendor", "product_name"):
@@ -203,15 +218,20 @@ class Capture:
         if nvidia_smi and shutil.which("nvidia-smi"):
             env = dict(os.environ, LC_ALL="C")
             try:
-                res = subprocess.run(["nvidia-smi", "topo", "-m"], stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, env=env, timeout=120, check=False)
+                res = subprocess.run(
+                    ["nvidia-smi", "topo", "-m"],
+                    capture_output=True,
+                    env=env,
+                    timeout=120,
+                    check=False,
+                )
                 if res.returncode == 0:
                     with open(os.path.join(self.out, "nvidia-smi-topo-m.txt"), "wb") as fh:
                         fh.write(res.stdout)
                 else:
-                    self.warnings.append("nvidia-smi topo -m: rc %d" % res.returncode)
+                    self.warnings.append(f"nvidia-smi topo -m: rc {res.returncode}")
             except (OSError, subprocess.SubprocessError) as exc:
-                self.warnings.append("nvidia-smi topo -m: %s" % exc)
+                self.warnings.append(f"nvidia-smi topo -m: {exc}")
 
 
 def write_tarball(src_dir: str, output: str) -> None:
@@ -249,7 +269,7 @@ def main() -> int:
     ap.add_argument("--no-nvidia-smi", action="store_true", help="do not run nvidia-smi topo -m")
     args = ap.parse_args()
     if not os.path.isdir(os.path.join(args.root, "sys/bus/pci/devices")):
-        print("capture.py: %s has no sys/bus/pci/devices; not a sysfs root" % args.root, file=sys.stderr)
+        print(f"capture.py: {args.root} has no sys/bus/pci/devices; not a sysfs root", file=sys.stderr)
         return 2
     tmp = tempfile.mkdtemp(prefix="gpufabric-snapshot-")
     try:

@@ -44,22 +44,27 @@ def main() -> int:
     size = args.size_mib << 20
     chunk = args.chunk_mib << 20
     path = os.path.join(args.directory, "gpufabric-gds-probe.bin")
-    fstype = subprocess.run(["findmnt", "-no", "FSTYPE", "-T", args.directory],
-                            capture_output=True, text=True, check=False).stdout.strip()
+    fstype = subprocess.run(
+        ["findmnt", "-no", "FSTYPE", "-T", args.directory], capture_output=True, text=True, check=False
+    ).stdout.strip()
 
     # Write a file with a known pattern through the page cache, then drop it from the cache.
     block = os.urandom(1 << 20)
     want = hashlib.sha256()
     with open(path, "wb") as handle:
         for i in range(args.size_mib):
-            data = block[i % 1024:] + block[: i % 1024]
+            data = block[i % 1024 :] + block[: i % 1024]
             want.update(data)
             handle.write(data)
         handle.flush()
         os.fsync(handle.fileno())
 
-    result = {"path_fstype": fstype, "size_bytes": size, "chunk_bytes": chunk,
-              "cufile_json": os.environ.get("CUFILE_ENV_PATH_JSON", "/etc/cufile.json")}
+    result = {
+        "path_fstype": fstype,
+        "size_bytes": size,
+        "chunk_bytes": chunk,
+        "cufile_json": os.environ.get("CUFILE_ENV_PATH_JSON", "/etc/cufile.json"),
+    }
     _check(cuda.cuInit(0))
     device = _check(cuda.cuDeviceGet(0))
     context = _check(cuda.cuDevicePrimaryCtxRetain(device))

@@ -30,9 +30,13 @@ class SubprocessRunner:
 
 
 def main() -> int:
-    params = {"sysroot": sys.argv[1] if len(sys.argv) > 1 else "/",
-              "method": sys.argv[2] if len(sys.argv) > 2 else "auto",
-              "gpus": [], "cuda_version": "", "mofed": None}
+    params = {
+        "sysroot": sys.argv[1] if len(sys.argv) > 1 else "/",
+        "method": sys.argv[2] if len(sys.argv) > 2 else "auto",
+        "gpus": [],
+        "cuda_version": "",
+        "mofed": None,
+    }
     print(json.dumps(gpudirect_facts.gather(params, SubprocessRunner()), indent=2, sort_keys=True))
     return 0
 
