@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+"""Build the lab's local apt repositories of stand-in packages (lab/repo/packages.yml).
+
+Usage: lab/repo/build.py [--out DIR] [--force]
+
+Writes flat, signed apt repositories (Packages, Packages.gz, Release, InRelease, Release.gpg)
+under DIR (default .lab/repo). The signing key is a throwaway key generated for each build; its
+public half is exported to the paths listed under `keys:`, so a role's GPG-key step installs a
+real key and apt verifies real signatures. Skips the build when its inputs (this script,
+packages.yml, lab/repo/files/, the running kernel) have not changed since the last one.
+Needs: dpkg-deb, gpg.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from email.utils import formatdate
+from pathlib import Path
+
+import yaml
+
+HERE = Path(__file__).resolve().parent
+REPO_ROOT = HERE.parent.parent
+FILES = HERE / "files"
+CONTROL_ORDER = ("Package", "Version", "Architecture", "Maintainer", "Depends", "Section", "Priority",
+                 "Installed-Size", "Description")
+_PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
+
+
+def log(msg: str) -> None:
+    print("[repo] " + msg, file=sys.stderr)
+
+
+def inputs_digest(kernel: str) -> str:
+    digest = hashlib.sha256()
+    for path in [Path(__file__).resolve(), HERE / "packages.yml", *sorted(FILES.rglob("*"))]:
+        if path.is_file():
+            digest.update(str(path.relative_to(HERE)).encode() + b"\0" + path.read_bytes() + b"\0")
+    digest.update(kernel.encode())
+    return digest.hexdigest()
+
+
+def expand(value, variables):
+    """Replace {name} placeholders in every string of a nested structure."""
+    if isinstance(value, str):
+        def repl(match):
+            if match.group(1) not in variables:
+                raise SystemExit("packages.yml: unknown placeholder {%s} in %r" % (match.group(1), value))
+            return str(variables[match.group(1)])
+        return _PLACEHOLDER.sub(repl, value)
+    if isinstance(value, list):
+        return [expand(item, variables) for item in value]
+    if isinstance(value, dict):
+        return {expand(k, variables): expand(v, variables) for k, v in value.items()}
+    return value
+
+
+def repo_packages(spec, sets, base_vars):
+    packages = [expand(p, base_vars) for p in spec.get("packages") or []]
+    for include in spec.get("include") or []:
+        variables = dict(base_vars)
+        variables.update(include.get("vars") or {})
+        packages.extend(expand(p, variables) for p in sets[include["set"]])
+    return packages
+
+
+def build_deb(pkg, workdir: Path, outdir: Path) -> Path:
+    name, version = pkg["name"], str(pkg["version"])
+    arch = pkg.get("architecture", "all")
+    root = workdir / ("%s_%s" % (name, version))
+    (root / "DEBIAN").mkdir(parents=True)
+    subst = pkg.get("subst") or {}
+
+    def render(text: str) -> str:
+        for token, value in subst.items():
+            text = text.replace("@%s@" % token, str(value))
+        return text
+
+    for dest, item in (pkg.get("files") or {}).items():
+        target = root / dest.lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        text = item["content"] if "content" in item else (FILES / item["source"]).read_text()
+        target.write_text(render(text))
+        target.chmod(int(str(item.get("mode", "0644")), 8))
+    doc = root / "usr/share/doc" / name
+    doc.mkdir(parents=True, exist_ok=True)
+    (doc / "LAB-STAND-IN").write_text(
+        "%s %s is a gpufabric lab stand-in: it carries the real package name and version and a few\n"
+        "files that imitate what the real package provides; see lab/repo/README.md.\n" % (name, version))
+    for script, source in (pkg.get("scripts") or {}).items():
+        target = root / "DEBIAN" / script
+        target.write_text(render((FILES / source).read_text()))
+        target.chmod(0o755)
+    size_kib = sum(p.stat().st_size for p in root.rglob("*") if p.is_file()) // 1024 + 1
+    fields = {
+        "Package": name,
+        "Version": version,
+        "Architecture": arch,
+        "Maintainer": "gpufabric lab <lab@gpufabric.invalid>",
+        "Section": "lab",
+        "Priority": "optional",
+        "Installed-Size": str(size_kib),
+        "Description": "%s\n LAB STAND-IN: %s (gpufabric lab)." % (pkg.get("description", name), name),
+    }
+    if pkg.get("depends"):
+        fields["Depends"] = ", ".join(pkg["depends"])
+    control = "".join("%s: %s\n" % (key, fields[key]) for key in CONTROL_ORDER if key in fields)
+    (root / "DEBIAN" / "control").write_text(control)
+    deb = outdir / ("%s_%s_%s.deb" % (name, version.split(":")[-1], arch))
+    env = dict(os.environ, SOURCE_DATE_EPOCH="1700000000")
+    subprocess.run(["dpkg-deb", "--root-owner-group", "-Zgzip", "--build", str(root), str(deb)],
+                   check=True, stdout=subprocess.DEVNULL, env=env)
+    return deb
+
+
+def index_entry(deb: Path, repo_dir: Path) -> str:
+    control = subprocess.run(["dpkg-deb", "-f", str(deb)], check=True, capture_output=True, text=True).stdout
+    data = deb.read_bytes()
+    return (control.rstrip("\n") + "\nFilename: ./%s\nSize: %d\nMD5sum: %s\nSHA256: %s\n" % (
+        deb.relative_to(repo_dir), len(data), hashlib.md5(data).hexdigest(), hashlib.sha256(data).hexdigest()))
+
+
+def write_release(repo_dir: Path, label: str, gpg) -> None:
+    entries = []
+    for name in ("Packages", "Packages.gz"):
+        data = (repo_dir / name).read_bytes()
+        entries.append((name, len(data), hashlib.md5(data).hexdigest(), hashlib.sha256(data).hexdigest()))
+    lines = [
+        "Origin: gpufabric-lab",
+        "Label: %s" % label,
+        "Architectures: amd64 all",
+        "Date: %s" % formatdate(time.time(), usegmt=True),
+        "MD5Sum:",
+        *(" %s %16d %s" % (md5, size, name) for name, size, md5, _ in entries),
+        "SHA256:",
+        *(" %s %16d %s" % (sha, size, name) for name, size, _, sha in entries),
+    ]
+    (repo_dir / "Release").write_text("\n".join(lines) + "\n")
+    gpg("--clearsign", "-o", str(repo_dir / "InRelease"), str(repo_dir / "Release"))
+    gpg("--detach-sign", "--armor", "-o", str(repo_dir / "Release.gpg"), str(repo_dir / "Release"))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=str(REPO_ROOT / ".lab" / "repo"))
+    parser.add_argument("--force", action="store_true")
+    args = parser.parse_args()
+    out = Path(args.out).resolve()
+    kernel = platform.release()
+    digest = inputs_digest(kernel)
+    stamp = out / ".inputs-sha256"
+    if not args.force and stamp.is_file() and stamp.read_text().strip() == digest:
+        log("%s is up to date" % out)
+        return 0
+    for tool in ("dpkg-deb", "gpg"):
+        if not shutil.which(tool):
+            raise SystemExit("lab/repo/build.py needs %s (apt-get install dpkg gnupg)" % tool)
+    spec = yaml.safe_load((HERE / "packages.yml").read_text())
+    base_vars = {"kernel": kernel}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="gpufabric-repo.", dir=out.parent) as tmp:
+        tmp_path = Path(tmp)
+        home = tmp_path / "gnupg"
+        home.mkdir(mode=0o700)
+        staging = tmp_path / "repo"
+
+        def gpg(*argv):
+            subprocess.run(["gpg", "--homedir", str(home), "--batch", "--yes", "--pinentry-mode", "loopback",
+                            "--passphrase", "", *argv], check=True, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+
+        gpg("--quick-generate-key", "gpufabric lab throwaway repository key <lab@gpufabric.invalid>",
+            "ed25519", "sign", "90d")
+        count = 0
+        for repo in spec["repositories"]:
+            repo_dir = staging / repo["path"]
+            repo_dir.mkdir(parents=True)
+            entries = []
+            seen = set()
+            for pkg in repo_packages(repo, spec.get("sets") or {}, base_vars):
+                key = (pkg["name"], str(pkg["version"]))
+                if key in seen:
+                    raise SystemExit("packages.yml: %s %s twice in %s" % (key[0], key[1], repo["path"]))
+                seen.add(key)
+                deb = build_deb(pkg, tmp_path / "build" / repo["path"], repo_dir)
+                entries.append(index_entry(deb, repo_dir))
+                count += 1
+            packages = "\n".join(entries)
+            (repo_dir / "Packages").write_text(packages)
+            with gzip.GzipFile(repo_dir / "Packages.gz", "wb", mtime=0) as handle:
+                handle.write(packages.encode())
+            write_release(repo_dir, repo.get("label", "gpufabric-lab"), gpg)
+        for key_path in spec.get("keys") or []:
+            target = staging / key_path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            gpg("--armor", "--export", "-o", str(target))
+        (staging / ".inputs-sha256").write_text(digest + "\n")
+        old = tmp_path / "old"
+        if out.exists():
+            out.rename(old)
+        staging.rename(out)
+    log("built %d packages in %d repositories under %s" % (count, len(spec["repositories"]), out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
