@@ -1,0 +1,251 @@
+#!/usr/bin/python
+# Copyright: (c) 2026, gpufabric.rollout contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: roce_qos
+short_description: Configure lossless RoCE QoS on ConnectX (mlx5) ports
+version_added: 0.1.0
+description:
+  - Reads the current QoS state of each RDMA NIC port, compares it with the desired state and
+    applies only what differs, then reads it back.
+  - Manages trust mode, DSCP to priority map, PFC enable vector, ETS priority to TC map and
+    TC bandwidths, default priority, receive buffers and cable length through one of two
+    backends, C(mlnx_qos) (MOFED/DOCA mlnx-tools) or iproute2 C(dcb) (inbox kernel).
+  - Manages per-priority ECN (DCQCN) enable for the reaction and notification points, the CNP
+    DSCP and 802.1p priority (MOFED sysfs, else mlx5 debugfs), the verbs traffic class
+    (MOFED), the RDMA-CM default RoCE ToS and mode (configfs), the netdev MTU and global
+    pause (C(ethtool)).
+  - Settings the host does not expose are reported as warnings, not failures.
+  - The input is one entry of the plan built by the P(gpufabric.rollout.roce_plan#filter) filter; the
+    boot-time re-apply script of the C(roce) role runs the same engine on the same plan.
+author:
+  - gpufabric.rollout contributors
+attributes:
+  check_mode:
+    support: full
+    description: Reads the state and reports what would change without changing anything.
+  diff_mode:
+    support: full
+    description: Returns the per-interface state before and after.
+  platform:
+    platforms: posix
+    support: full
+    description: Linux hosts with mlx5 NICs; paths are taken below O(sysroot).
+options:
+  interfaces:
+    description: Desired state per netdev, as built by the P(gpufabric.rollout.roce_plan#filter) filter.
+    type: list
+    elements: dict
+    required: true
+    suboptions:
+      netdev:
+        description: Netdev name of the port.
+        type: str
+        required: true
+      rdma_device:
+        description: RDMA device of the port (for traffic class and RDMA-CM settings).
+        type: str
+      port:
+        description: RDMA port number.
+        type: int
+        default: 1
+      role:
+        description: Discovery role of the NIC (informational).
+        type: str
+      rail:
+        description: Rail index of the NIC (informational).
+        type: int
+      trust:
+        description: Priority trust state.
+        type: str
+        choices: [dscp, pcp]
+        default: dscp
+      dscp2prio:
+        description: DSCP (string key) to priority map entries to enforce.
+        type: dict
+        default: {}
+      pfc:
+        description: PFC enable flag (0 or 1) per priority 0..7.
+        type: list
+        elements: int
+        required: true
+      ecn:
+        description: ECN enable per priority, C({enabled, priorities}).
+        type: dict
+      cnp_dscp:
+        description: DSCP of congestion notification packets.
+        type: int
+      cnp_prio:
+        description: 802.1p priority of congestion notification packets.
+        type: int
+      roce_tos:
+        description: RDMA-CM default RoCE ToS.
+        type: int
+      traffic_class:
+        description: Verbs default traffic class (MOFED C(tc/1/traffic_class)); null leaves it.
+        type: int
+      roce_mode:
+        description: RDMA-CM default RoCE mode.
+        type: str
+        choices: ['RoCE v2', 'IB/RoCE v1']
+      mtu:
+        description: Netdev MTU.
+        type: int
+        required: true
+      global_pause_off:
+        description: Turn off global (802.3x) pause with ethtool.
+        type: bool
+        default: false
+      default_prio:
+        description: Default priority for untagged/unmatched traffic; null leaves it.
+        type: int
+      ets:
+        description: ETS C({prio_tc, tsa, tc_bw}) lists of 8; null leaves ETS as it is.
+        type: dict
+      buffer_size:
+        description: Receive buffer sizes in bytes, 8 entries; null leaves them.
+        type: list
+        elements: int
+      prio2buffer:
+        description: Receive buffer index per priority, 8 entries; null leaves them.
+        type: list
+        elements: int
+      cable_len:
+        description: Cable length in metres (PFC headroom); null leaves it.
+        type: int
+  backend:
+    description:
+      - Tool used for the DCB settings. V(auto) prefers C(mlnx_qos) when installed, else C(dcb).
+    type: str
+    choices: [auto, mlnx_qos, dcb]
+    default: auto
+  sysroot:
+    description: Root under which C(/sys) paths are read and written.
+    type: path
+    default: /
+notes:
+  - Runtime settings do not survive a reboot or driver reload; the C(roce) role installs a boot
+    service that re-applies the same plan.
+"""
+
+EXAMPLES = r"""
+- name: Apply lossless RoCE to the rail NICs
+  gpufabric.rollout.roce_qos:
+    interfaces: "{{ (gpufabric_fabric | gpufabric.rollout.roce_plan({}, gpufabric_topology)).interfaces }}"
+    backend: auto
+    sysroot: "{{ gpufabric_sysroot | default('/') }}"
+"""
+
+RETURN = r"""
+backend:
+  description: Backend used.
+  returned: always
+  type: str
+  sample: mlnx_qos
+interfaces:
+  description: Per netdev, the keys that differed, the actions taken, state before and after.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - netdev: ens1f0np0
+      changed_keys: [pfc, trust]
+      before: {trust: pcp, pfc: [0, 0, 0, 0, 0, 0, 0, 0]}
+      after: {trust: dscp, pfc: [0, 0, 0, 1, 0, 0, 0, 0]}
+      roce_active_mtu: 4096
+warnings_list:
+  description: Settings this host does not expose.
+  returned: always
+  type: list
+  elements: str
+"""
+
+import shutil
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpufabric.rollout.plugins.module_utils._qos import (
+    HostIO,
+    QosError,
+    run_plan_interfaces,
+)
+
+IFACE_SPEC = dict(
+    netdev=dict(type="str", required=True),
+    rdma_device=dict(type="str"),
+    port=dict(type="int", default=1),
+    role=dict(type="str"),
+    rail=dict(type="int"),
+    trust=dict(type="str", choices=["dscp", "pcp"], default="dscp"),
+    dscp2prio=dict(type="dict", default={}),
+    pfc=dict(type="list", elements="int", required=True),
+    ecn=dict(type="dict"),
+    cnp_dscp=dict(type="int"),
+    cnp_prio=dict(type="int"),
+    roce_tos=dict(type="int"),
+    traffic_class=dict(type="int"),
+    roce_mode=dict(type="str", choices=["RoCE v2", "IB/RoCE v1"]),
+    mtu=dict(type="int", required=True),
+    global_pause_off=dict(type="bool", default=False),
+    default_prio=dict(type="int"),
+    ets=dict(type="dict"),
+    buffer_size=dict(type="list", elements="int"),
+    prio2buffer=dict(type="list", elements="int"),
+    cable_len=dict(type="int"),
+)
+
+
+def make_io(module):
+    def run(argv):
+        return module.run_command(argv, environ_update={"LC_ALL": "C"})
+
+    def which(name):
+        return module.get_bin_path(name) or shutil.which(name)
+
+    return HostIO(run=run, which=which, sysroot=module.params["sysroot"])
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            interfaces=dict(type="list", elements="dict", required=True, options=IFACE_SPEC),
+            backend=dict(type="str", choices=["auto", "mlnx_qos", "dcb"], default="auto"),
+            sysroot=dict(type="path", default="/"),
+        ),
+        supports_check_mode=True,
+    )
+    result = dict(changed=False, backend=None, interfaces=[], warnings_list=[])
+    error = None
+    for iface in module.params["interfaces"]:
+        if len(iface["pfc"]) != 8 or any(v not in (0, 1) for v in iface["pfc"]):
+            error = f"interfaces[{iface['netdev']}].pfc must list 8 values of 0 or 1"
+    if error is None:
+        try:
+            out = run_plan_interfaces(
+                module.params["interfaces"], module.params["backend"], make_io(module), module.check_mode
+            )
+            result.update(
+                changed=out["changed"],
+                backend=out["backend"],
+                interfaces=out["interfaces"],
+                warnings_list=out["warnings"],
+            )
+            result["diff"] = dict(
+                before={i["netdev"]: i["before"] for i in out["interfaces"]},
+                after={i["netdev"]: i["after"] for i in out["interfaces"]},
+            )
+            for warning in out["warnings"]:
+                module.warn(warning)
+        except (QosError, OSError) as exc:
+            error = str(exc)
+    if error is not None:
+        module.fail_json(msg=error, **result)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
