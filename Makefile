@@ -1,0 +1,84 @@
+# gpufabric.rollout — one command to run the main job on the lab, one to test everything.
+#   make lab        build what is missing, start the lab, run site.yml, print the report
+#   make test       lint, unit tests, ansible-test sanity, build check, every molecule scenario
+#   make bench      benchmarks (print figures, never fail on timing)
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+REPO := $(CURDIR)
+VENV := $(REPO)/.venv
+PYTHON ?= python3
+export PATH := $(VENV)/bin:$(REPO)/.tools/bin:$(PATH)
+export CONTAINERS_CONF := $(REPO)/.lab/containers.conf
+export ANSIBLE_CONFIG := $(REPO)/ansible.cfg
+export ANSIBLE_FORCE_COLOR ?= 0
+export ANSIBLE_NOCOLOR ?= 1
+export NO_COLOR ?= 1
+export PY_COLORS ?= 0
+
+# Build steps that areas add in mk/*.mk (Helm, the local package repository, ...).
+TOOL_TARGETS :=
+-include mk/*.mk
+
+COLLECTION_LINK := .collections/ansible_collections/gpufabric/rollout
+
+.PHONY: help venv tools lab-image lint unit sanity build-check molecule test lab lab-down bench clean
+
+help:
+	@echo "make lab       run site.yml against the lab (two GPU-like nodes + the API test double)"
+	@echo "make lab-down  remove the lab"
+	@echo "make test      lint, unit, sanity, build check and every molecule scenario"
+	@echo "make bench     benchmarks"
+	@echo "make venv | tools | lab-image | lint | unit | sanity | build-check | molecule [SCENARIO=name]"
+
+venv: $(VENV)/.stamp $(COLLECTION_LINK)
+
+$(VENV)/.stamp: requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --disable-pip-version-check --upgrade pip
+	$(VENV)/bin/pip install -q --disable-pip-version-check -r requirements.txt
+	touch $@
+
+# The checkout is used in place as the collection (ansible.cfg: collections_path = ./.collections).
+$(COLLECTION_LINK):
+	mkdir -p $(dir $@)
+	ln -sfn ../../.. $@
+
+tools: venv $(TOOL_TARGETS)
+
+lab-image:
+	lab/image/build.sh >/dev/null
+
+lint: venv
+	ansible-lint
+	yamllint --strict .
+	ruff check .
+	ruff format --check .
+
+unit: tools
+	pytest
+
+sanity: venv
+	tests/sanity/run.sh
+
+build-check: venv
+	tests/build/check.sh
+
+molecule: tools lab-image
+	lab/molecule/run.sh $(SCENARIO)
+
+test: lint unit sanity build-check molecule
+	@echo "make test: all checks passed"
+
+lab: tools lab-image
+	lab/lab.sh up
+
+lab-down:
+	lab/lab.sh down
+
+bench: tools
+	@set -e; for b in benchmarks/bench_*.py; do [[ -e "$$b" ]] || continue; echo "== $$b"; python "$$b"; done
+
+clean: lab-down
+	rm -rf dist tests/output .lab
