@@ -14,6 +14,22 @@ ln -s "${repo}" "${coll}/ansible_collections/gpufabric/rollout"
 export PYTHONPATH="${coll}${PYTHONPATH:+:${PYTHONPATH}}" NCCL_NVLS_ENABLE=0
 echo "### decision" && python3 "${repo}/tests/hardware/gds_decision.py" / >"${out}/decision.json" 2>&1; cat "${out}/decision.json" | head -c 3000
 echo "### cufile_config" && bash "${repo}/tests/hardware/gds_cufile_config_check.sh" "${out}/config" 2>&1 | tee "${out}/cufile_config.txt"
+# cuFile looks up the filesystem's udev properties (ID_FS_USAGE) before registering a file, even
+# in compat mode. A VM without udevd has no udev database, and registration then fails with
+# HANDLE_NOT_REGISTERED. GDS_SEED_UDEV=1 writes the one entry udevd would have written for the
+# test directory's block device (only if none exists) and removes it afterwards.
+seeded=""
+if [[ "${GDS_SEED_UDEV:-0}" == 1 ]]; then
+    mkdir -p "${out}/io"
+    majmin="$(findmnt -no MAJ:MIN -T "${out}/io" | tr -d ' ')"
+    fstype="$(findmnt -no FSTYPE -T "${out}/io")"
+    entry="/run/udev/data/b${majmin}"
+    if [[ -n "${majmin}" && ! -e "${entry}" ]]; then
+        mkdir -p /run/udev/data
+        printf 'E:ID_FS_USAGE=filesystem\nE:ID_FS_TYPE=%s\n' "${fstype}" >"${entry}" && seeded="${entry}"
+        echo "### seeded ${entry} (${fstype})"
+    fi
+fi
 for cfg in shipped edited; do
     json=/etc/cufile.json; [[ "${cfg}" == edited ]] && json="${out}/config/cufile.json"
     for dir in "${out}/io" /dev/shm; do
@@ -28,4 +44,5 @@ f = g.parse(open("cufile.log").read()); f.pop("other")
 print(json.dumps({k: f[k] for k in ("gds_release", "libcufile_version", "nvidia_fs_loaded", "compat_mode", "open_driver", "iommu_enabled", "verification")}), "force_compat:", f["config"].get("properties.force_compat_mode"))' 2>&1 )
     done
 done
+[[ -n "${seeded}" ]] && rm -f "${seeded}"
 rm -rf "${coll}"

@@ -1,0 +1,181 @@
+#!/usr/bin/python
+# Copyright: (c) 2026, gpufabric.rollout contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: gpudirect_facts
+short_description: Read the GPU driver facts and choose DMA-BUF or nvidia-peermem for GPUDirect RDMA
+version_added: "0.1.0"
+description:
+  - Reads the NVIDIA driver flavour and version (C(/proc/driver/nvidia/version), C(modinfo nvidia)), the kernel
+    release, loaded modules, the CUDA version the driver supports (C(nvidia-smi)), the GPU models and whether
+    MOFED/DOCA-OFED is installed, then decides how GPUDirect RDMA works on this host.
+  - DMA-BUF needs the open kernel module, kernel 5.12 or newer, CUDA 11.7 or newer and a Turing or newer GPU.
+    nvidia-peermem needs MOFED/DOCA-OFED. With O(method=auto) DMA-BUF is preferred, as NVIDIA recommends.
+  - Changes nothing. Every /proc and /sys path is read under O(sysroot).
+author: gpufabric.rollout contributors
+options:
+  sysroot:
+    description: Root under which C(/proc) and C(/sys) are read (a captured snapshot or a lab node's tree).
+    type: path
+    default: /
+  method:
+    description: The mechanism wanted; C(auto) picks DMA-BUF when possible, else nvidia-peermem.
+    type: str
+    choices: [auto, dmabuf, peermem]
+    default: auto
+  gpus:
+    description:
+      - GPUs as discovered by M(gpufabric.rollout.topology_facts) (each with C(model)); when empty, C(nvidia-smi)
+        is asked.
+    type: list
+    elements: dict
+    default: []
+  cuda_version:
+    description: CUDA version to assume; when empty it is read from C(nvidia-smi), else derived from the driver branch.
+    type: str
+    default: ""
+  mofed:
+    description:
+      - Whether MOFED/DOCA-OFED is installed; when not set it is detected (C(ofed_info -s), C(/usr/src/ofa_kernel)).
+    type: bool
+attributes:
+  check_mode:
+    support: full
+    description: Reads only; runs the same in check mode.
+  diff_mode:
+    support: none
+    description: Nothing changes, so there is no diff.
+  platform:
+    platforms: posix
+    description: Linux hosts with an NVIDIA GPU driver.
+"""
+
+EXAMPLES = r"""
+- name: Decide how GPUDirect RDMA works here
+  gpufabric.rollout.gpudirect_facts:
+    sysroot: "{{ gpufabric_sysroot | default('/') }}"
+    gpus: "{{ ansible_facts.gpufabric_topology.gpus | default([]) }}"
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: Facts set on the host.
+  returned: always
+  type: dict
+  contains:
+    gpufabric_gpudirect:
+      description: Driver facts and the decision.
+      type: dict
+      returned: always
+      sample:
+        driver_flavour: open
+        driver_version: "580.159.04"
+        kernel_release: "6.8.0-85-generic"
+        cuda_version: "13.0"
+        mofed: false
+        peermem_available: true
+        peermem_loaded: false
+        nvidia_fs_loaded: false
+        gpus: [{model: "NVIDIA H200", compute_cap: "9.0"}]
+        decision:
+          method: dmabuf
+          error: null
+          dmabuf: {ok: true, blockers: []}
+          peermem: {ok: false, blockers: ["MOFED/DOCA-OFED is not installed ..."]}
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpufabric.rollout.plugins.module_utils import _gpudirect
+
+_C_ENV = {"LC_ALL": "C"}
+
+
+class Runner:
+    """Runs host commands; tests replace it."""
+
+    def __init__(self, module: AnsibleModule) -> None:
+        self.module = module
+
+    def which(self, name: str):
+        return self.module.get_bin_path(name)
+
+    def run(self, argv):
+        return self.module.run_command(argv, environ_update=_C_ENV)
+
+
+def gather(params: dict, runner) -> dict:
+    sysroot = params["sysroot"]
+    host = _gpudirect.read_host(sysroot)
+    modinfo = runner.which("modinfo")
+    if modinfo and host["driver_flavour"] is None and host["driver_loaded"]:
+        rc, out, _err = runner.run([modinfo, "-F", "license", "nvidia"])
+        if rc == 0:
+            host["driver_flavour"] = _gpudirect.flavour_from_license(out.strip())
+    peermem_available = None
+    if modinfo:
+        rc, out, _err = runner.run([modinfo, "-n", "nvidia-peermem"])
+        peermem_available = rc == 0 and bool(out.strip())
+    gpus = [{"model": g.get("model") or g.get("name"), "compute_cap": g.get("compute_cap")} for g in params["gpus"]]
+    cuda = params["cuda_version"] or None
+    smi = runner.which("nvidia-smi")
+    if smi and not cuda:
+        rc, out, _err = runner.run([smi])
+        if rc == 0:
+            cuda = _gpudirect.parse_cuda_from_smi(out)
+    if smi and not gpus:
+        rc, out, _err = runner.run([smi, "--query-gpu=name,compute_cap", "--format=csv,noheader"])
+        if rc == 0:
+            for line in out.splitlines():
+                if line.strip():
+                    name, _sep, cap = line.partition(",")
+                    gpus.append({"model": name.strip(), "compute_cap": cap.strip() or None})
+    cuda_source = "nvidia-smi" if cuda and not params["cuda_version"] else ("parameter" if cuda else None)
+    if not cuda:
+        cuda = _gpudirect.cuda_for_driver(host["driver_version"])
+        cuda_source = "driver branch" if cuda else None
+    mofed = params["mofed"]
+    mofed_version = None
+    ofed_info = runner.which("ofed_info")
+    if ofed_info:
+        rc, out, _err = runner.run([ofed_info, "-s"])
+        if rc == 0 and out.strip():
+            mofed_version = out.strip().rstrip(":")
+    if mofed is None:
+        mofed = bool(mofed_version) or os.path.isdir("/usr/src/ofa_kernel/default")
+    facts = dict(host)
+    facts.update({
+        "sysroot": sysroot,
+        "cuda_version": cuda,
+        "cuda_version_source": cuda_source,
+        "gpus": gpus,
+        "mofed": mofed,
+        "mofed_version": mofed_version,
+        "peermem_available": peermem_available,
+    })
+    facts["decision"] = _gpudirect.decide(facts, params["method"])
+    return facts
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec={
+            "sysroot": {"type": "path", "default": "/"},
+            "method": {"type": "str", "choices": list(_gpudirect.METHODS), "default": "auto"},
+            "gpus": {"type": "list", "elements": "dict", "default": []},
+            "cuda_version": {"type": "str", "default": ""},
+            "mofed": {"type": "bool"},
+        },
+        supports_check_mode=True,
+    )
+    facts = gather(module.params, Runner(module))
+    module.exit_json(changed=False, ansible_facts={"gpufabric_gpudirect": facts})
+
+
+if __name__ == "__main__":
+    main()
