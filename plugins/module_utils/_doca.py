@@ -266,6 +266,32 @@ def parse_packages_index(text: str) -> Dict[str, List[str]]:
     return {name: sort_versions(versions) for name, versions in found.items()}
 
 
+def parse_packages_depends(text: str, prefix: str = "doca-") -> Dict[str, Dict[str, str]]:
+    """``Depends`` of the packages whose name starts with ``prefix``: {package: {version: depends}}."""
+    found: Dict[str, Dict[str, str]] = {}
+    for stanza in re.split(r"\n\s*\n", text.replace("\r\n", "\n")):
+        fields = {}
+        for line in stanza.splitlines():
+            if not line or line[0] in " \t#" or ":" not in line:
+                continue
+            key, _, value = line.partition(":")
+            fields[key.strip().lower()] = value.strip()
+        name = fields.get("package", "")
+        if name.startswith(prefix) and "version" in fields:
+            found.setdefault(name, {})[fields["version"]] = fields.get("depends", "")
+    return found
+
+
+def exact_dependencies(depends: str) -> Dict[str, str]:
+    """'a (= 1.0), b (>= 2), c' -> {'a': '1.0'}: the components a metapackage pins exactly."""
+    pinned = {}
+    for item in (depends or "").split(","):
+        match = re.match(r"^\s*([a-z0-9][a-z0-9+.-]*)(?::\S+)?\s*\(\s*=\s*([^)\s]+)\s*\)\s*$", item.split("|")[0])
+        if match:
+            pinned[match.group(1)] = match.group(2)
+    return pinned
+
+
 _COMMON_NS = "{http://linux.duke.edu/metadata/common}"
 _REPO_NS = "{http://linux.duke.edu/metadata/repo}"
 

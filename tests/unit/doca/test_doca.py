@@ -160,3 +160,15 @@ def test_detect_stack(case):
             assert reason is None
         else:
             assert case["pending"]["reason"] in reason
+
+
+def test_metapackage_depends_give_exact_component_versions():
+    depends = _doca.parse_packages_depends(_text("Packages"))
+    assert set(depends) == {"doca-ofed", "doca-roce"}
+    pinned = _doca.exact_dependencies(depends["doca-ofed"]["2.9.1-0.1.4"])
+    assert pinned == {
+        "mlnx-ofed-kernel-dkms": "24.10.OFED.24.10.1.1.4.1-1",
+        "mlnx-ofed-kernel-utils": "24.10.OFED.24.10.1.1.4.1-1",
+        "mlnx-tools": "24.10-0.2410068",
+    }
+    assert _doca.exact_dependencies("a (>= 1), b:amd64 (= 2.0-1), e") == {"b": "2.0-1"}

@@ -1,0 +1,141 @@
+#!/usr/bin/python
+# Copyright: (c) 2026, gpufabric.rollout contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: doca_ofed_facts
+short_description: Detect the RDMA driver stack on a host (inbox, MLNX_OFED or DOCA-OFED), installed and loaded
+version_added: 0.1.0
+description:
+  - Reads C(ofed_info -s), C(dkms status) and C(/sys/module) under O(sysroot), and the installed
+    package versions passed in O(installed), and returns C(ansible_facts.gpufabric_doca).
+  - C(mlx_compat) is a module only MLNX_OFED/DOCA-OFED ship, so a loaded C(ib_core) or
+    C(mlx5_core) without it is the inbox stack. RDMA devices under C(sys/class/infiniband) count
+    as a loaded RDMA core when C(/sys/module) is not visible.
+options:
+  sysroot:
+    description: Root under which C(/sys) is read (a captured or lab hardware tree).
+    type: path
+    default: /
+  installed:
+    description: Installed package name to version (for example from M(ansible.builtin.package_facts)).
+    type: dict
+    default: {}
+attributes:
+  check_mode:
+    support: full
+    description: Reads only; runs the same in check mode.
+  diff_mode:
+    support: none
+    description: Nothing changes, so there is no diff.
+  platform:
+    platforms: posix
+    description: Linux hosts.
+  facts:
+    support: full
+    description: Returns C(ansible_facts.gpufabric_doca).
+author:
+  - gpufabric.rollout contributors
+"""
+
+EXAMPLES = r"""
+- name: Detect the RDMA stack
+  gpufabric.rollout.doca_ofed_facts:
+    sysroot: "{{ gpufabric_sysroot }}"
+    installed: "{{ ansible_facts.packages | dict2items | map(attribute='key') | zip(ansible_facts.packages | dict2items
+      | map(attribute='value') | map('first') | map(attribute='version')) | community.general.dict }}"
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: Facts.
+  returned: always
+  type: dict
+  contains:
+    gpufabric_doca:
+      description: The detected stack.
+      type: dict
+      returned: always
+      sample:
+        kind: doca_ofed
+        profiles: [doca-ofed]
+        installed_release: 24.10-1.1.4
+        loaded: ofed
+        loaded_release: 24.10-1.1.4
+        ofed_info: {flavour: doca_ofed, version: 24.10-1.1.4}
+        dkms: [{module: mlnx-ofed-kernel, version: 24.10.OFED.24.10.1.1.4.1, kernel: 6.8.0-45-generic,
+                arch: x86_64, state: installed}]
+        modules: {ib_core: true, mlx_compat: true, mlx5_core: true, mlx5_core_version: 24.10-1.1.4}
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpufabric.rollout.plugins.module_utils import _doca
+
+
+def read_modules(sysroot):
+    root = os.path.join(sysroot, "sys")
+    module_dir = os.path.join(root, "module")
+
+    def has(name):
+        return os.path.isdir(os.path.join(module_dir, name))
+
+    rdma_devices = []
+    ib_class = os.path.join(root, "class", "infiniband")
+    if os.path.isdir(ib_class):
+        rdma_devices = sorted(os.listdir(ib_class))
+    version = None
+    version_file = os.path.join(module_dir, "mlx5_core", "version")
+    if os.path.isfile(version_file):
+        with open(version_file) as handle:
+            version = handle.read().strip() or None
+    mlx5_devices = any(name.startswith("mlx5_") for name in rdma_devices)
+    return {
+        "ib_core": has("ib_core") or bool(rdma_devices),
+        "mlx_compat": has("mlx_compat"),
+        "mlx5_core": has("mlx5_core") or mlx5_devices,
+        "mlx5_core_version": version,
+        "rdma_devices": rdma_devices,
+    }
+
+
+class Runner:
+    """Runs host commands; tests replace it."""
+
+    def __init__(self, module):
+        self.module = module
+
+    def output(self, name, args):
+        path = self.module.get_bin_path(name, opt_dirs=["/usr/bin", "/usr/sbin", "/sbin"])
+        if not path:
+            return None
+        rc, out, _err = self.module.run_command([path, *args], environ_update={"LC_ALL": "C"})
+        return out if rc == 0 else None
+
+
+def gather(sysroot, installed, runner):
+    modules = read_modules(sysroot)
+    facts = _doca.detect_stack(runner.output("ofed_info", ["-s"]), installed, modules)
+    facts["modules"] = modules
+    facts["dkms"] = _doca.parse_dkms_status(runner.output("dkms", ["status"]) or "")
+    return facts
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            sysroot=dict(type="path", default="/"),
+            installed=dict(type="dict", default={}),
+        ),
+        supports_check_mode=True,
+    )
+    installed = {str(k): str(v) for k, v in module.params["installed"].items()}
+    facts = gather(module.params["sysroot"], installed, Runner(module))
+    module.exit_json(changed=False, ansible_facts={"gpufabric_doca": facts})
+
+
+if __name__ == "__main__":
+    main()

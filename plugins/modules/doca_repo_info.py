@@ -1,0 +1,153 @@
+#!/usr/bin/python
+# Copyright: (c) 2026, gpufabric.rollout contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: doca_repo_info
+short_description: List the packages and versions a DOCA (apt or dnf) repository carries
+version_added: 0.1.0
+description:
+  - Reads the package index of one repository directory, the way apt or dnf would, without
+    configuring anything on the host. The doca_ofed role uses it to refuse a version pin the
+    repository does not carry before it changes anything.
+  - apt repositories are read from C(Packages.gz) or C(Packages); dnf repositories from
+    C(repodata/repomd.xml) and the primary metadata it names (plain or gzip).
+options:
+  url:
+    description: The repository directory, for example C(https://linux.mellanox.com/public/repo/doca/2.9.1/ubuntu24.04/x86_64/).
+      C(http://), C(https://) and C(file://) URLs work.
+    type: str
+    required: true
+  format:
+    description: Repository format.
+    type: str
+    choices: [apt, dnf]
+    default: apt
+  validate_certs:
+    description: Verify TLS certificates.
+    type: bool
+    default: true
+  timeout:
+    description: Seconds to wait for each download.
+    type: int
+    default: 30
+attributes:
+  check_mode:
+    support: full
+    description: Reads only; runs the same in check mode.
+  diff_mode:
+    support: none
+    description: Nothing changes, so there is no diff.
+  platform:
+    platforms: posix
+    description: Any host that can reach the repository.
+author:
+  - gpufabric.rollout contributors
+"""
+
+EXAMPLES = r"""
+- name: Read the DOCA repository index
+  gpufabric.rollout.doca_repo_info:
+    url: https://linux.mellanox.com/public/repo/doca/2.9.1/ubuntu24.04/x86_64/
+  register: doca_index
+"""
+
+RETURN = r"""
+packages:
+  description: Package name to its versions, oldest first.
+  returned: success
+  type: dict
+  sample: {"doca-ofed": ["2.9.1-0.1.4", "2.9.2-0.1.8"]}
+depends:
+  description: For apt repositories, the C(Depends) field of each C(doca-*) metapackage version
+    (from which the exact component versions of a profile are read); empty for dnf.
+  returned: success
+  type: dict
+  sample: {"doca-ofed": {"2.9.1-0.1.4": "mlnx-ofed-kernel-dkms (= 24.10.OFED.24.10.1.1.4.1-1), ..."}}
+url:
+  description: The index that was read.
+  returned: success
+  type: str
+  sample: https://linux.mellanox.com/public/repo/doca/2.9.1/ubuntu24.04/x86_64/Packages.gz
+"""
+
+import gzip
+from urllib.error import HTTPError, URLError
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.urls import open_url
+
+from ansible_collections.gpufabric.rollout.plugins.module_utils import _doca
+
+
+def _fetch(url, params):
+    """Bytes of one URL, or None when it does not exist (HTTP 404, or a missing file:// path)."""
+    try:
+        return open_url(url, validate_certs=params["validate_certs"], timeout=params["timeout"]).read()
+    except HTTPError as exc:
+        if exc.code == 404:
+            return None
+        raise
+    except URLError as exc:
+        if isinstance(exc.reason, FileNotFoundError) or "No such file" in str(exc.reason):
+            return None
+        raise
+    except FileNotFoundError:
+        return None
+
+
+def _maybe_gunzip(data, name):
+    if name.endswith(".gz"):
+        return gzip.decompress(data)
+    return data
+
+
+def read_index(params):
+    base = params["url"].rstrip("/") + "/"
+    if params["format"] == "apt":
+        for name in ("Packages.gz", "Packages"):
+            data = _fetch(base + name, params)
+            if data is not None:
+                text = _maybe_gunzip(data, name).decode("utf-8", "replace")
+                return base + name, _doca.parse_packages_index(text), _doca.parse_packages_depends(text)
+        raise _doca.DocaError(
+            f"doca_ofed_repo_base_url: no Packages index at {base} (wrong release, OS or arch token?)"
+        )
+    repomd = _fetch(base + "repodata/repomd.xml", params)
+    if repomd is None:
+        raise _doca.DocaError(f"doca_ofed_repo_base_url: no repodata/repomd.xml at {base}")
+    location = _doca.primary_location(repomd.decode("utf-8", "replace"))
+    if location.endswith((".zst", ".xz", ".bz2")):
+        raise _doca.DocaError(f"{base}: primary metadata compression not supported here ({location})")
+    data = _fetch(base + location, params)
+    if data is None:
+        raise _doca.DocaError(f"{base}: repomd.xml names {location}, which is missing")
+    return base + location, _doca.parse_primary_xml(_maybe_gunzip(data, location).decode("utf-8", "replace")), {}
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            url=dict(type="str", required=True),
+            format=dict(type="str", choices=["apt", "dnf"], default="apt"),
+            validate_certs=dict(type="bool", default=True),
+            timeout=dict(type="int", default=30),
+        ),
+        supports_check_mode=True,
+    )
+    result = dict(changed=False)
+    error = None
+    try:
+        result["url"], result["packages"], result["depends"] = read_index(module.params)
+    except _doca.DocaError as exc:
+        error = str(exc)
+    except Exception as exc:  # network and I/O errors become one clear failure
+        error = "cannot read the repository index under {}: {}".format(module.params["url"], exc)
+    if error:
+        module.fail_json(msg=error, **result)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
