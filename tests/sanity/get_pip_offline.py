@@ -4,11 +4,10 @@ fetching the requested pip release from the package index as usual."""
 
 from __future__ import annotations
 
+import ensurepip
 import glob
 import os
 import sys
-
-import ensurepip
 
 _GET_PIP_ONLY = {"--no-setuptools", "--no-wheel"}
 
