@@ -8,6 +8,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils import _cluster_plan
 
+
 def cluster_nodes(hostvars, hosts):
     """Map Kubernetes node name -> gpufabric_topology facts for the given inventory hosts.
 
@@ -25,7 +26,9 @@ def cluster_nodes(hostvars, hosts):
         nodes[str(hv.get("gpufabric_k8s_node_name") or host)] = facts
     if missing:
         raise AnsibleFilterError(
-            "no gpufabric_topology facts for %s: run gpufabric.rollout.topology_facts on the GPU nodes first" % ", ".join(missing)
+            "no gpufabric_topology facts for {}: run gpufabric.rollout.topology_facts on the GPU nodes first".format(
+                ", ".join(missing)
+            )
         )
     return nodes
 
@@ -34,7 +37,7 @@ def cluster_plan(intent, nodes, cluster_cidrs=None, fabric=None, nccl_version=No
     try:
         return _cluster_plan.plan_cluster(intent, nodes, cluster_cidrs, fabric, nccl_version, components)
     except _cluster_plan.ClusterPlanError as exc:
-        raise AnsibleFilterError("cluster plan refused: %s" % exc) from exc
+        raise AnsibleFilterError(f"cluster plan refused: {exc}") from exc
 
 
 def cluster_report(plan):

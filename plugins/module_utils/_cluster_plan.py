@@ -10,6 +10,8 @@ Object shapes follow ../shared/docs/facts.md section 7 (NicClusterPolicy, NicNod
 plugin config, nv-ipam IPPool/CIDRPool, NetworkAttachmentDefinition, whereabouts IPAM, SR-IOV operator CRs).
 """
 
+# ruff: noqa: UP031  -- %-formatting kept for the many-field messages (these strings are compared in tests)
+
 from __future__ import annotations
 
 import json
@@ -146,23 +148,31 @@ def normalize_intent(intent: Optional[Dict[str, Any]]) -> Dict[str, Any]:
     intent = dict(intent or {})
     unknown = sorted(set(intent) - set(DEFAULTS))
     if unknown:
-        raise ClusterPlanError("gpufabric_rails: unknown keys %s; allowed: %s" % (unknown, sorted(DEFAULTS)))
+        raise ClusterPlanError(f"gpufabric_rails: unknown keys {unknown}; allowed: {sorted(DEFAULTS)}")
     out = dict(DEFAULTS)
     out.update({k: v for k, v in intent.items() if v is not None})
     if out["nad_type"] not in NAD_TYPES:
-        raise ClusterPlanError("gpufabric_rails.nad_type %r is not one of %s" % (out["nad_type"], list(NAD_TYPES)))
+        raise ClusterPlanError(
+            "gpufabric_rails.nad_type {!r} is not one of {}".format(out["nad_type"], list(NAD_TYPES))
+        )
     if out["ipam"] not in IPAM_KINDS:
-        raise ClusterPlanError("gpufabric_rails.ipam %r is not one of %s" % (out["ipam"], list(IPAM_KINDS)))
+        raise ClusterPlanError("gpufabric_rails.ipam {!r} is not one of {}".format(out["ipam"], list(IPAM_KINDS)))
     if out["sriov_nad_owner"] not in ("sriovnetwork", "direct"):
-        raise ClusterPlanError("gpufabric_rails.sriov_nad_owner %r is not one of ['sriovnetwork', 'direct']" % out["sriov_nad_owner"])
+        raise ClusterPlanError(
+            "gpufabric_rails.sriov_nad_owner {!r} is not one of ['sriovnetwork', 'direct']".format(
+                out["sriov_nad_owner"]
+            )
+        )
     for key in ("block_size", "rail_prefix", "rdma_hca_max"):
         if not isinstance(out[key], int) or isinstance(out[key], bool) or out[key] < 1:
-            raise ClusterPlanError("gpufabric_rails.%s must be a positive integer, got %r" % (key, out[key]))
+            raise ClusterPlanError(f"gpufabric_rails.{key} must be a positive integer, got {out[key]!r}")
     return out
 
 
 # --------------------------------------------------------------------------------------------- groups
-def _group_nodes(nodes: Dict[str, Dict[str, Any]], label_prefix: str) -> Tuple[List[Dict[str, Any]], Dict[str, Dict[int, Dict[str, Any]]]]:
+def _group_nodes(
+    nodes: Dict[str, Dict[str, Any]], label_prefix: str
+) -> Tuple[List[Dict[str, Any]], Dict[str, Dict[int, Dict[str, Any]]]]:
     """Group nodes by hardware signature; NICs and rails must look the same on every node of a group."""
     rails_of: Dict[str, Dict[int, Dict[str, Any]]] = {}
     by_sig: Dict[Tuple, Dict[str, Any]] = {}
@@ -175,8 +185,18 @@ def _group_nodes(nodes: Dict[str, Dict[str, Any]], label_prefix: str) -> Tuple[L
         sig = (
             gpu_model,
             len(gpus),
-            tuple((r, rails[r]["model"], rails[r]["vendor_id"], rails[r]["device_id"], rails[r]["netdev"],
-                   rails[r]["rdma_device"], rails[r]["port"]) for r in sorted(rails)),
+            tuple(
+                (
+                    r,
+                    rails[r]["model"],
+                    rails[r]["vendor_id"],
+                    rails[r]["device_id"],
+                    rails[r]["netdev"],
+                    rails[r]["rdma_device"],
+                    rails[r]["port"],
+                )
+                for r in sorted(rails)
+            ),
         )
         group = by_sig.get(sig)
         if group is None:
@@ -228,7 +248,9 @@ def _rail_specs(cfg: Dict[str, Any], groups: List[Dict[str, Any]]) -> List[Dict[
                 raise ClusterPlanError("gpufabric_rails.rails[%d] must be a dict, got %r" % (pos, item))
             unknown = sorted(set(item) - set(RAIL_KEYS))
             if unknown:
-                raise ClusterPlanError("gpufabric_rails.rails[%d]: unknown keys %s; allowed: %s" % (pos, unknown, list(RAIL_KEYS)))
+                raise ClusterPlanError(
+                    "gpufabric_rails.rails[%d]: unknown keys %s; allowed: %s" % (pos, unknown, list(RAIL_KEYS))
+                )
             spec = dict(item)
             spec.setdefault("rail", pos)
             specs.append(spec)
@@ -238,13 +260,17 @@ def _rail_specs(cfg: Dict[str, Any], groups: List[Dict[str, Any]]) -> List[Dict[
     for spec in specs:
         spec["name"] = str(spec.get("name") or "%s%d" % (cfg["name_prefix"], int(spec["rail"])))
         if not _DNS_LABEL.match(spec["name"]):
-            raise ClusterPlanError("rail %s: name must be a DNS label (lower-case alphanumerics and '-')" % spec["name"])
+            raise ClusterPlanError(
+                "rail {}: name must be a DNS label (lower-case alphanumerics and '-')".format(spec["name"])
+            )
         if spec["name"] in names:
-            raise ClusterPlanError("rail %s: name used twice" % spec["name"])
+            raise ClusterPlanError("rail {}: name used twice".format(spec["name"]))
         names.add(spec["name"])
         spec["nad_type"] = spec.get("nad_type") or cfg["nad_type"]
         if spec["nad_type"] not in NAD_TYPES:
-            raise ClusterPlanError("rail %s: nad_type %r is not one of %s" % (spec["name"], spec["nad_type"], list(NAD_TYPES)))
+            raise ClusterPlanError(
+                "rail {}: nad_type {!r} is not one of {}".format(spec["name"], spec["nad_type"], list(NAD_TYPES))
+            )
         spec["block_size"] = int(spec.get("block_size") or cfg["block_size"])
     return specs
 
@@ -255,26 +281,30 @@ def _address_plan(cfg: Dict[str, Any], specs: List[Dict[str, Any]], cluster_cidr
         values = cluster_cidrs[key]
         for value in values if isinstance(values, list) else [values]:
             if value:
-                reserved.append(("cluster %s %s" % (key, value), network(value, "gpufabric_cluster_cidrs.%s" % key)))
+                reserved.append((f"cluster {key} {value}", network(value, f"gpufabric_cluster_cidrs.{key}")))
     explicit = [s for s in specs if s.get("subnet")]
     for spec in explicit:
-        spec["_net"] = network(spec["subnet"], "rail %s subnet" % spec["name"])
+        spec["_net"] = network(spec["subnet"], "rail {} subnet".format(spec["name"]))
     missing = [s for s in specs if not s.get("subnet")]
     if missing:
         if not cfg["supernet"]:
             raise ClusterPlanError(
-                "rails %s have no subnet and gpufabric_rails.supernet is not set" % _short_list([s["name"] for s in missing])
+                "rails {} have no subnet and gpufabric_rails.supernet is not set".format(
+                    _short_list([s["name"] for s in missing])
+                )
             )
         supernet = network(cfg["supernet"], "gpufabric_rails.supernet")
         avoid = [n for _, n in reserved] + [s["_net"] for s in explicit]
-        for spec, net in zip(missing, carve(supernet, int(cfg["rail_prefix"]), len(missing), avoid, "gpufabric_rails.supernet")):
+        for spec, net in zip(
+            missing, carve(supernet, int(cfg["rail_prefix"]), len(missing), avoid, "gpufabric_rails.supernet")
+        ):
             spec["_net"] = net
-    named = [("rail %s %s" % (s["name"], s["_net"]), s["_net"]) for s in specs] + reserved
+    named = [("rail {} {}".format(s["name"], s["_net"]), s["_net"]) for s in specs] + reserved
     clashes = find_overlaps(named)
     if clashes:
         a, _, b, _ = clashes[0]
         more = "" if len(clashes) == 1 else " (and %d more overlapping pairs)" % (len(clashes) - 1)
-        raise ClusterPlanError("overlapping subnets: %s overlaps %s%s" % (a, b, more))
+        raise ClusterPlanError(f"overlapping subnets: {a} overlaps {b}{more}")
     for spec in specs:
         gw = spec.get("gateway")
         if gw is False or gw == "":
@@ -282,25 +312,36 @@ def _address_plan(cfg: Dict[str, Any], specs: List[Dict[str, Any]], cluster_cidr
         elif gw is None:
             spec["_gw"] = default_gateway(spec["_net"])
         else:
-            spec["_gw"] = address(gw, "rail %s gateway" % spec["name"])
+            spec["_gw"] = address(gw, "rail {} gateway".format(spec["name"]))
         if spec["_gw"] is not None:
             check_gateway(spec["name"], spec["_net"], spec["_gw"])
         vlan = spec.get("vlan")
         if vlan is not None and (not isinstance(vlan, int) or isinstance(vlan, bool) or not 1 <= vlan <= 4094):
-            raise ClusterPlanError("rail %s: vlan %r is not an integer 1-4094" % (spec["name"], vlan))
+            raise ClusterPlanError("rail {}: vlan {!r} is not an integer 1-4094".format(spec["name"], vlan))
         if vlan is not None and spec["nad_type"] == "host-device":
-            raise ClusterPlanError("rail %s: vlan %d cannot be set on a host-device rail (the whole netdev moves into the Pod)" % (spec["name"], vlan))
+            raise ClusterPlanError(
+                "rail %s: vlan %d cannot be set on a host-device rail (the whole netdev moves into the Pod)"
+                % (spec["name"], vlan)
+            )
 
 
-def _match_rails(specs: List[Dict[str, Any]], groups: List[Dict[str, Any]], rails_of: Dict[str, Dict[int, Dict[str, Any]]],
-                 fabric: Dict[str, Any]) -> None:
+def _match_rails(
+    specs: List[Dict[str, Any]],
+    groups: List[Dict[str, Any]],
+    rails_of: Dict[str, Dict[int, Dict[str, Any]]],
+    fabric: Dict[str, Any],
+) -> None:
     group_names = [g["name"] for g in groups]
     for spec in specs:
         wanted = spec.get("node_groups")
         if wanted:
             unknown = sorted(set(wanted) - set(group_names))
             if unknown:
-                raise ClusterPlanError("rail %s: node_groups %s do not exist; discovered groups: %s" % (spec["name"], unknown, group_names))
+                raise ClusterPlanError(
+                    "rail {}: node_groups {} do not exist; discovered groups: {}".format(
+                        spec["name"], unknown, group_names
+                    )
+                )
             spec["_groups"] = [g for g in groups if g["name"] in wanted]
         else:
             spec["_groups"] = list(groups)
@@ -321,12 +362,15 @@ def _match_rails(specs: List[Dict[str, Any]], groups: List[Dict[str, Any]], rail
             wrong = {k: v for k, v in reported.items() if int(k) != int(spec["mtu"])}
             if wrong:
                 parts = ["%s on %d nodes (%s)" % (k, len(v), _short_list(v)) for k, v in sorted(wrong.items())]
-                raise ClusterPlanError("rail %s: MTU differs within the rail: intent %s, NICs report %s"
-                                       % (spec["name"], spec["mtu"], "; ".join(parts)))
+                raise ClusterPlanError(
+                    "rail {}: MTU differs within the rail: intent {}, NICs report {}".format(
+                        spec["name"], spec["mtu"], "; ".join(parts)
+                    )
+                )
             spec["_mtu"] = int(spec["mtu"])
         elif len(reported) > 1:
             parts = ["%s on %d nodes (%s)" % (k, len(v), _short_list(v)) for k, v in sorted(reported.items())]
-            raise ClusterPlanError("rail %s: MTU differs within the rail: %s" % (spec["name"], "; ".join(parts)))
+            raise ClusterPlanError("rail {}: MTU differs within the rail: {}".format(spec["name"], "; ".join(parts)))
         elif reported:
             spec["_mtu"] = int(next(iter(reported)))
         else:
@@ -342,15 +386,22 @@ def _check_netns(specs: List[Dict[str, Any]], groups: List[Dict[str, Any]], fabr
         exclusive = [s["name"] for s in on if s["nad_type"] == "sriov"]
         if shared and exclusive:
             raise ClusterPlanError(
-                "node group %s: mixes shared RDMA netns rails (%s) and exclusive SR-IOV rails (%s); one node pool uses one mode"
-                % (group["name"], ", ".join(shared), ", ".join(exclusive))
+                "node group {}: mixes shared RDMA netns rails ({}) and exclusive SR-IOV rails ({}); "
+                "one node pool uses one mode".format(
+                    group["name"], ", ".join(shared), ", ".join(exclusive)
+                )
             )
         if exclusive and mode != "exclusive":
-            raise ClusterPlanError("node group %s: SR-IOV rails %s need gpufabric_fabric.rdma_netns_mode exclusive, it is %s"
-                                   % (group["name"], ", ".join(exclusive), mode))
+            raise ClusterPlanError(
+                "node group {}: SR-IOV rails {} need gpufabric_fabric.rdma_netns_mode exclusive, it is {}".format(
+                    group["name"], ", ".join(exclusive), mode
+                )
+            )
         if shared and mode != "shared":
-            raise ClusterPlanError("node group %s: rails %s use the RDMA shared device plugin, which needs "
-                                   "gpufabric_fabric.rdma_netns_mode shared, it is %s" % (group["name"], ", ".join(shared), mode))
+            raise ClusterPlanError(
+                "node group {}: rails {} use the RDMA shared device plugin, which needs "
+                "gpufabric_fabric.rdma_netns_mode shared, it is {}".format(group["name"], ", ".join(shared), mode)
+            )
 
 
 # --------------------------------------------------------------------------------------------- objects
@@ -384,8 +435,15 @@ def _ipam(cfg: Dict[str, Any], spec: Dict[str, Any]) -> Dict[str, Any]:
 def _pool(cfg: Dict[str, Any], spec: Dict[str, Any], group_label: str) -> Optional[Dict[str, Any]]:
     if cfg["ipam"] == "whereabouts":
         return None
-    selector = {"nodeSelectorTerms": [{"matchExpressions": [
-        {"key": group_label, "operator": "In", "values": [g["name"] for g in spec["_groups"]]}]}]}
+    selector = {
+        "nodeSelectorTerms": [
+            {
+                "matchExpressions": [
+                    {"key": group_label, "operator": "In", "values": [g["name"] for g in spec["_groups"]]}
+                ]
+            }
+        ]
+    }
     meta = _meta(spec["_pool"], cfg["pool_namespace"], {cfg["label_prefix"] + "/rail": spec["name"]})
     if cfg["ipam"] == "nv-ipam-ippool":
         body: Dict[str, Any] = {"subnet": str(spec["_net"]), "perNodeBlockSize": spec["block_size"]}
@@ -422,12 +480,20 @@ def _nad(cfg: Dict[str, Any], spec: Dict[str, Any], name: str, netdev: Optional[
         config["ipam"] = ipam
     meta = _meta(name, cfg["nad_namespace"], {cfg["label_prefix"] + "/rail": spec["name"]})
     meta["annotations"] = {"k8s.v1.cni.cncf.io/resourceName": spec["_resource"]}
-    return {"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition", "metadata": meta,
-            "spec": {"config": json.dumps(config, sort_keys=True, separators=(",", ":"))}}
+    return {
+        "apiVersion": "k8s.cni.cncf.io/v1",
+        "kind": "NetworkAttachmentDefinition",
+        "metadata": meta,
+        "spec": {"config": json.dumps(config, sort_keys=True, separators=(",", ":"))},
+    }
 
 
-def _device_plugin_config(cfg: Dict[str, Any], specs: List[Dict[str, Any]], groups: List[Dict[str, Any]],
-                          rails_of: Dict[str, Dict[int, Dict[str, Any]]]) -> str:
+def _device_plugin_config(
+    cfg: Dict[str, Any],
+    specs: List[Dict[str, Any]],
+    groups: List[Dict[str, Any]],
+    rails_of: Dict[str, Dict[int, Dict[str, Any]]],
+) -> str:
     entries = []
     for spec in specs:
         if spec["nad_type"] not in SHARED_TYPES:
@@ -436,18 +502,20 @@ def _device_plugin_config(cfg: Dict[str, Any], specs: List[Dict[str, Any]], grou
         if not mine:
             continue
         nics = [rails_of[g["example"]][int(spec["rail"])] for g in mine]
-        entries.append({
-            "resourcePrefix": cfg["resource_prefix"],
-            "resourceName": spec["name"],
-            "rdmaHcaMax": cfg["rdma_hca_max"],
-            "selectors": {
-                "vendors": sorted({n["vendor_id"] for n in nics}),
-                "deviceIDs": sorted({n["device_id"] for n in nics}),
-                "drivers": sorted({n["driver"] for n in nics}),
-                "ifNames": sorted({n["netdev"] for n in nics}),
-                "linkTypes": ["ether"],
-            },
-        })
+        entries.append(
+            {
+                "resourcePrefix": cfg["resource_prefix"],
+                "resourceName": spec["name"],
+                "rdmaHcaMax": cfg["rdma_hca_max"],
+                "selectors": {
+                    "vendors": sorted({n["vendor_id"] for n in nics}),
+                    "deviceIDs": sorted({n["device_id"] for n in nics}),
+                    "drivers": sorted({n["driver"] for n in nics}),
+                    "ifNames": sorted({n["netdev"] for n in nics}),
+                    "linkTypes": ["ether"],
+                },
+            }
+        )
     return json.dumps({"periodicUpdateInterval": 300, "configList": entries}, sort_keys=True, separators=(",", ":"))
 
 
@@ -457,40 +525,51 @@ def gid_index_script() -> str:
     Reads /sys/class/infiniband/DEV/ports/P/gids/N with gid_attrs/types/N and gid_attrs/ndevs/N (facts.md 2.2)
     and writes `NCCL_IB_GID_INDEX=N` to the file named by $2 (default /etc/nccl-gid/env).
     """
-    return "\n".join([
-        "#!/bin/sh",
-        "# usage: find-gid-index.sh [IFNAME] [OUTFILE]  (managed by gpufabric.rollout)",
-        "# Prints the RoCE v2 GID index whose netdev is IFNAME and whose GID is IPv4-mapped.",
-        "set -eu",
-        'ifname="${1:-net1}"',
-        'out="${2:-/etc/nccl-gid/env}"',
-        'sysfs="${GPUFABRIC_SYSFS:-/sys}"',
-        'for gid in "$sysfs"/class/infiniband/*/ports/*/gids/*; do',
-        '  [ -r "$gid" ] || continue',
-        '  idx="${gid##*/}"',
-        '  port="${gid%/gids/*}"',
-        '  ndev=$(cat "$port/gid_attrs/ndevs/$idx" 2>/dev/null || true)',
-        '  type=$(cat "$port/gid_attrs/types/$idx" 2>/dev/null || true)',
-        '  value=$(cat "$gid" 2>/dev/null || true)',
-        '  [ "$ndev" = "$ifname" ] || continue',
-        '  case "$type" in "RoCE v2"|"RoCE V2") ;; *) continue ;; esac',
-        '  case "$value" in 0000:0000:0000:0000:0000:ffff:*) ;; *) continue ;; esac',
-        '  mkdir -p "$(dirname "$out")"',
-        '  echo "NCCL_IB_GID_INDEX=$idx" > "$out"',
-        '  echo "$idx"',
-        "  exit 0",
-        "done",
-        'echo "no RoCE v2 IPv4 GID on $ifname" >&2',
-        "exit 1",
-        "",
-    ])
+    return "\n".join(
+        [
+            "#!/bin/sh",
+            "# usage: find-gid-index.sh [IFNAME] [OUTFILE]  (managed by gpufabric.rollout)",
+            "# Prints the RoCE v2 GID index whose netdev is IFNAME and whose GID is IPv4-mapped.",
+            "set -eu",
+            'ifname="${1:-net1}"',
+            'out="${2:-/etc/nccl-gid/env}"',
+            'sysfs="${GPUFABRIC_SYSFS:-/sys}"',
+            'for gid in "$sysfs"/class/infiniband/*/ports/*/gids/*; do',
+            '  [ -r "$gid" ] || continue',
+            '  idx="${gid##*/}"',
+            '  port="${gid%/gids/*}"',
+            '  ndev=$(cat "$port/gid_attrs/ndevs/$idx" 2>/dev/null || true)',
+            '  type=$(cat "$port/gid_attrs/types/$idx" 2>/dev/null || true)',
+            '  value=$(cat "$gid" 2>/dev/null || true)',
+            '  [ "$ndev" = "$ifname" ] || continue',
+            '  case "$type" in "RoCE v2"|"RoCE V2") ;; *) continue ;; esac',
+            '  case "$value" in 0000:0000:0000:0000:0000:ffff:*) ;; *) continue ;; esac',
+            '  mkdir -p "$(dirname "$out")"',
+            '  echo "NCCL_IB_GID_INDEX=$idx" > "$out"',
+            '  echo "$idx"',
+            "  exit 0",
+            "done",
+            'echo "no RoCE v2 IPv4 GID on $ifname" >&2',
+            "exit 1",
+            "",
+        ]
+    )
 
 
-def _nccl_env(cfg: Dict[str, Any], group: Dict[str, Any], specs: List[Dict[str, Any]],
-              rails_of: Dict[str, Dict[int, Dict[str, Any]]], fabric: Dict[str, Any], nccl_version: Any) -> Dict[str, str]:
+def _nccl_env(
+    cfg: Dict[str, Any],
+    group: Dict[str, Any],
+    specs: List[Dict[str, Any]],
+    rails_of: Dict[str, Dict[int, Dict[str, Any]]],
+    fabric: Dict[str, Any],
+    nccl_version: Any,
+) -> Dict[str, str]:
     nics = rails_of[group["example"]]
     on = [s for s in specs if any(g is group for g in s["_groups"])]
-    hcas = ["%s:%d" % (nics[int(s["rail"])]["rdma_device"], nics[int(s["rail"])]["port"]) for s in sorted(on, key=lambda s: int(s["rail"]))]
+    hcas = [
+        "%s:%d" % (nics[int(s["rail"])]["rdma_device"], nics[int(s["rail"])]["port"])
+        for s in sorted(on, key=lambda s: int(s["rail"]))
+    ]
     env = {
         "NCCL_IB_HCA": "=" + ",".join(hcas),
         "NCCL_IB_TC": str(fabric.get("roce_tos", 106)),
@@ -503,7 +582,9 @@ def _nccl_env(cfg: Dict[str, Any], group: Dict[str, Any], specs: List[Dict[str, 
     return env
 
 
-def _sriov_objects(cfg: Dict[str, Any], specs: List[Dict[str, Any]], rails_of: Dict[str, Dict[int, Dict[str, Any]]]) -> List[Dict[str, Any]]:
+def _sriov_objects(
+    cfg: Dict[str, Any], specs: List[Dict[str, Any]], rails_of: Dict[str, Dict[int, Dict[str, Any]]]
+) -> List[Dict[str, Any]]:
     out: List[Dict[str, Any]] = []
     label = cfg["label_prefix"] + "/node-group"
     sriov_groups: Dict[str, Dict[str, Any]] = {}
@@ -523,10 +604,18 @@ def _sriov_objects(cfg: Dict[str, Any], specs: List[Dict[str, Any]], rails_of: D
                 "linkType": "eth",
                 "mtu": spec["_mtu"],
             }
-            out.append({"apiVersion": "sriovnetwork.openshift.io/v1", "kind": "SriovNetworkNodePolicy",
-                        "metadata": _meta(dns_name("%s-%s" % (spec["name"], group["name"])), cfg["pool_namespace"],
-                                          {cfg["label_prefix"] + "/rail": spec["name"]}),
-                        "spec": policy})
+            out.append(
+                {
+                    "apiVersion": "sriovnetwork.openshift.io/v1",
+                    "kind": "SriovNetworkNodePolicy",
+                    "metadata": _meta(
+                        dns_name("{}-{}".format(spec["name"], group["name"])),
+                        cfg["pool_namespace"],
+                        {cfg["label_prefix"] + "/rail": spec["name"]},
+                    ),
+                    "spec": policy,
+                }
+            )
         if cfg["sriov_nad_owner"] == "sriovnetwork":
             body: Dict[str, Any] = {
                 "resourceName": spec["name"],
@@ -536,21 +625,42 @@ def _sriov_objects(cfg: Dict[str, Any], specs: List[Dict[str, Any]], rails_of: D
             }
             if spec.get("vlan") is not None:
                 body["vlan"] = spec["vlan"]
-            out.append({"apiVersion": "sriovnetwork.openshift.io/v1", "kind": "SriovNetwork",
-                        "metadata": _meta(spec["name"], cfg["pool_namespace"], {cfg["label_prefix"] + "/rail": spec["name"]}),
-                        "spec": body})
+            out.append(
+                {
+                    "apiVersion": "sriovnetwork.openshift.io/v1",
+                    "kind": "SriovNetwork",
+                    "metadata": _meta(
+                        spec["name"], cfg["pool_namespace"], {cfg["label_prefix"] + "/rail": spec["name"]}
+                    ),
+                    "spec": body,
+                }
+            )
     if sriov_groups:
-        out.append({"apiVersion": "sriovnetwork.openshift.io/v1", "kind": "SriovNetworkPoolConfig",
-                    "metadata": _meta("gpufabric-rdma-exclusive", cfg["pool_namespace"]),
-                    "spec": {"rdmaMode": "exclusive", "nodeSelector": {"matchExpressions": [
-                        {"key": label, "operator": "In", "values": sorted(sriov_groups)}]}}})
+        out.append(
+            {
+                "apiVersion": "sriovnetwork.openshift.io/v1",
+                "kind": "SriovNetworkPoolConfig",
+                "metadata": _meta("gpufabric-rdma-exclusive", cfg["pool_namespace"]),
+                "spec": {
+                    "rdmaMode": "exclusive",
+                    "nodeSelector": {
+                        "matchExpressions": [{"key": label, "operator": "In", "values": sorted(sriov_groups)}]
+                    },
+                },
+            }
+        )
     return out
 
 
 # --------------------------------------------------------------------------------------------- main
-def plan_cluster(intent: Optional[Dict[str, Any]], nodes: Dict[str, Dict[str, Any]], cluster_cidrs: Optional[Dict[str, Any]] = None,
-                 fabric: Optional[Dict[str, Any]] = None, nccl_version: Any = None,
-                 components: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+def plan_cluster(
+    intent: Optional[Dict[str, Any]],
+    nodes: Dict[str, Dict[str, Any]],
+    cluster_cidrs: Optional[Dict[str, Any]] = None,
+    fabric: Optional[Dict[str, Any]] = None,
+    nccl_version: Any = None,
+    components: Optional[Dict[str, Any]] = None,
+) -> Dict[str, Any]:
     """Plan the cluster side; see the module docstring. `nodes` maps node name -> gpufabric_topology facts."""
     cfg = normalize_intent(intent)
     fabric = dict(fabric or {})
@@ -574,13 +684,15 @@ def plan_cluster(intent: Optional[Dict[str, Any]], nodes: Dict[str, Dict[str, An
         rail = int(spec["rail"])
         spec["_pool"] = spec["name"]
         prefix = cfg["sriov_resource_prefix"] if spec["nad_type"] == "sriov" else cfg["resource_prefix"]
-        spec["_resource"] = "%s/%s" % (prefix, spec["name"])
+        spec["_resource"] = "{}/{}".format(prefix, spec["name"])
         try:
             if cfg["ipam"] == "nv-ipam-cidrpool":
                 spec["_prefix"] = int(cfg["per_node_prefix"] or prefix_for_block(spec["_net"], spec["block_size"]))
                 capacity = check_prefix_capacity(spec["name"], spec["_net"], spec["_prefix"], spec["_nodes"])
             else:
-                capacity = check_ip_capacity(spec["name"], spec["_net"], spec["_gw"], spec["_nodes"], spec["block_size"])
+                capacity = check_ip_capacity(
+                    spec["name"], spec["_net"], spec["_gw"], spec["_nodes"], spec["block_size"]
+                )
         except IPPlanError as exc:
             raise ClusterPlanError(str(exc)) from None
         pool = _pool(cfg, spec, group_label)
@@ -600,30 +712,32 @@ def plan_cluster(intent: Optional[Dict[str, Any]], nodes: Dict[str, Dict[str, An
         else:
             for dev, gs in sorted(by_dev.items(), key=lambda kv: kv[1][0]["name"]):
                 for g in gs:
-                    name = dns_name("%s-%s" % (spec["name"], g["name"]))
+                    name = dns_name("{}-{}".format(spec["name"], g["name"]))
                     nads.append(_nad(cfg, spec, name, dev))
                     nad_names.append(name)
-        rails_out.append({
-            "rail": rail,
-            "name": spec["name"],
-            "nad_type": spec["nad_type"],
-            "subnet": str(spec["_net"]),
-            "gateway": None if spec["_gw"] is None else str(spec["_gw"]),
-            "vlan": spec.get("vlan"),
-            "mtu": spec["_mtu"],
-            "resource": spec["_resource"],
-            "ipam": cfg["ipam"],
-            "pool": None if pool is None else spec["_pool"],
-            "block_size": spec["block_size"],
-            "per_node_prefix": spec.get("_prefix"),
-            "nads": nad_names,
-            "node_groups": [g["name"] for g in spec["_groups"]],
-            "nodes": spec["_nodes"],
-            "capacity": capacity,
-            "ifnames": sorted({d for d in by_dev if d}),
-            "vendors": sorted({rails_of[g["example"]][rail]["vendor_id"] for g in spec["_groups"]}),
-            "device_ids": sorted({rails_of[g["example"]][rail]["device_id"] for g in spec["_groups"]}),
-        })
+        rails_out.append(
+            {
+                "rail": rail,
+                "name": spec["name"],
+                "nad_type": spec["nad_type"],
+                "subnet": str(spec["_net"]),
+                "gateway": None if spec["_gw"] is None else str(spec["_gw"]),
+                "vlan": spec.get("vlan"),
+                "mtu": spec["_mtu"],
+                "resource": spec["_resource"],
+                "ipam": cfg["ipam"],
+                "pool": None if pool is None else spec["_pool"],
+                "block_size": spec["block_size"],
+                "per_node_prefix": spec.get("_prefix"),
+                "nads": nad_names,
+                "node_groups": [g["name"] for g in spec["_groups"]],
+                "nodes": spec["_nodes"],
+                "capacity": capacity,
+                "ifnames": sorted({d for d in by_dev if d}),
+                "vendors": sorted({rails_of[g["example"]][rail]["vendor_id"] for g in spec["_groups"]}),
+                "device_ids": sorted({rails_of[g["example"]][rail]["device_id"] for g in spec["_groups"]}),
+            }
+        )
 
     shared_specs = [s for s in specs if s["nad_type"] in SHARED_TYPES]
     policies: List[Dict[str, Any]] = []
@@ -633,19 +747,35 @@ def plan_cluster(intent: Optional[Dict[str, Any]], nodes: Dict[str, Dict[str, An
     if cfg["ipam"] != "whereabouts":
         ncp_spec["nvIpam"] = dict(_image(components, "nv_ipam"), enableWebhook=False)
     if shared_specs and len(groups) == 1:
-        ncp_spec["rdmaSharedDevicePlugin"] = dict(_image(components, "rdma_shared_device_plugin"),
-                                                  config=_device_plugin_config(cfg, specs, groups, rails_of))
-    policies.append({"apiVersion": "mellanox.com/v1alpha1", "kind": "NicClusterPolicy",
-                     "metadata": _meta("nic-cluster-policy"), "spec": ncp_spec})
+        ncp_spec["rdmaSharedDevicePlugin"] = dict(
+            _image(components, "rdma_shared_device_plugin"), config=_device_plugin_config(cfg, specs, groups, rails_of)
+        )
+    policies.append(
+        {
+            "apiVersion": "mellanox.com/v1alpha1",
+            "kind": "NicClusterPolicy",
+            "metadata": _meta("nic-cluster-policy"),
+            "spec": ncp_spec,
+        }
+    )
     if shared_specs and len(groups) > 1:
         for group in groups:
             if not any(any(g is group for g in s["_groups"]) for s in shared_specs):
                 continue
-            policies.append({"apiVersion": "mellanox.com/v1alpha1", "kind": "NicNodePolicy",
-                             "metadata": _meta(dns_name("gpufabric-" + group["name"])),
-                             "spec": {"nodeSelector": {group_label: group["name"]},
-                                      "rdmaSharedDevicePlugin": dict(_image(components, "rdma_shared_device_plugin"),
-                                                                     config=_device_plugin_config(cfg, specs, [group], rails_of))}})
+            policies.append(
+                {
+                    "apiVersion": "mellanox.com/v1alpha1",
+                    "kind": "NicNodePolicy",
+                    "metadata": _meta(dns_name("gpufabric-" + group["name"])),
+                    "spec": {
+                        "nodeSelector": {group_label: group["name"]},
+                        "rdmaSharedDevicePlugin": dict(
+                            _image(components, "rdma_shared_device_plugin"),
+                            config=_device_plugin_config(cfg, specs, [group], rails_of),
+                        ),
+                    },
+                }
+            )
 
     configmaps: List[Dict[str, Any]] = []
     nccl: Dict[str, Dict[str, str]] = {}
@@ -654,12 +784,25 @@ def plan_cluster(intent: Optional[Dict[str, Any]], nodes: Dict[str, Dict[str, An
             continue
         env = _nccl_env(cfg, group, specs, rails_of, fabric, nccl_version)
         nccl[group["name"]] = env
-        configmaps.append({"apiVersion": "v1", "kind": "ConfigMap",
-                           "metadata": _meta(dns_name("nccl-env-" + group["name"]), cfg["nad_namespace"], {group_label: group["name"]}),
-                           "data": env})
+        configmaps.append(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": _meta(
+                    dns_name("nccl-env-" + group["name"]), cfg["nad_namespace"], {group_label: group["name"]}
+                ),
+                "data": env,
+            }
+        )
     if version_tuple(nccl_version) < (2, 21):
-        configmaps.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta("nccl-gid-index", cfg["nad_namespace"]),
-                           "data": {"find-gid-index.sh": gid_index_script()}})
+        configmaps.append(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": _meta("nccl-gid-index", cfg["nad_namespace"]),
+                "data": {"find-gid-index.sh": gid_index_script()},
+            }
+        )
 
     node_labels: Dict[str, Dict[str, str]] = {}
     for group in groups:
@@ -673,8 +816,13 @@ def plan_cluster(intent: Optional[Dict[str, Any]], nodes: Dict[str, Dict[str, An
     }
     return {
         "config": {k: v for k, v in cfg.items() if k != "rails"},
-        "crds": {part: sorted({CRD_NAMES[o["kind"]] for o in objs if o["kind"] in CRD_NAMES}) for part, objs in objects.items()},
-        "namespaces": sorted({o["metadata"]["namespace"] for objs in objects.values() for o in objs if o["metadata"].get("namespace")}),
+        "crds": {
+            part: sorted({CRD_NAMES[o["kind"]] for o in objs if o["kind"] in CRD_NAMES})
+            for part, objs in objects.items()
+        },
+        "namespaces": sorted(
+            {o["metadata"]["namespace"] for objs in objects.values() for o in objs if o["metadata"].get("namespace")}
+        ),
         "node_groups": [{k: v for k, v in g.items() if k != "example"} for g in groups],
         "rails": rails_out,
         "node_labels": node_labels,
@@ -692,7 +840,7 @@ def render_files(objects: List[Dict[str, Any]], prefix: str = "") -> List[Dict[s
         parts = [obj.get("kind", "object"), meta.get("namespace") or "", meta.get("name", "")]
         name = prefix + "-".join(dns_name(p) for p in parts if p) + ".yaml"
         if name in seen:
-            raise ClusterPlanError("two objects render to %s: %s/%s" % (name, obj.get("kind"), meta.get("name")))
+            raise ClusterPlanError("two objects render to {}: {}/{}".format(name, obj.get("kind"), meta.get("name")))
         seen[name] = obj
         out.append({"file": name, "object": obj})
     return out
@@ -702,14 +850,38 @@ def report_text(plan: Dict[str, Any]) -> str:
     """Human-readable section for gpufabric_report_sections['cluster']."""
     lines = ["node groups:"]
     for g in plan["node_groups"]:
-        lines.append("  %-32s %3d nodes  GPU %s x%s  NIC %s  rails %d"
-                     % (g["name"], len(g["nodes"]), g["gpu_model"], g["gpu_count"], "/".join(g["nic_models"]), len(g["rail_indexes"])))
+        lines.append(
+            "  %-32s %3d nodes  GPU %s x%s  NIC %s  rails %d"
+            % (
+                g["name"],
+                len(g["nodes"]),
+                g["gpu_model"],
+                g["gpu_count"],
+                "/".join(g["nic_models"]),
+                len(g["rail_indexes"]),
+            )
+        )
     lines.append("rails:")
-    lines.append("  %-8s %-18s %-15s %-24s %-10s %-34s %s" % ("rail", "subnet", "gateway", "resource", "pool", "NADs", "capacity"))
+    lines.append(
+        "  %-8s %-18s %-15s %-24s %-10s %-34s %s"
+        % ("rail", "subnet", "gateway", "resource", "pool", "NADs", "capacity")
+    )
     for r in plan["rails"]:
         cap = r["capacity"]
-        lines.append("  %-8s %-18s %-15s %-24s %-10s %-34s %d/%d used by %d nodes, mtu %d%s"
-                     % (r["name"], r["subnet"], r["gateway"] or "-", r["resource"], r["pool"] or "(whereabouts)",
-                        ",".join(r["nads"]), cap["needed"], cap["usable"], r["nodes"], r["mtu"],
-                        "" if r["vlan"] is None else ", vlan %d" % r["vlan"]))
+        lines.append(
+            "  %-8s %-18s %-15s %-24s %-10s %-34s %d/%d used by %d nodes, mtu %d%s"
+            % (
+                r["name"],
+                r["subnet"],
+                r["gateway"] or "-",
+                r["resource"],
+                r["pool"] or "(whereabouts)",
+                ",".join(r["nads"]),
+                cap["needed"],
+                cap["usable"],
+                r["nodes"],
+                r["mtu"],
+                "" if r["vlan"] is None else ", vlan %d" % r["vlan"],
+            )
+        )
     return "\n".join(lines) + "\n"

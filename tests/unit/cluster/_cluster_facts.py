@@ -3,6 +3,8 @@
 To be replaced by discovery on materialised snapshots once plugins/module_utils/_topology.py lands.
 """
 
+# ruff: noqa: UP031  -- %-formatting kept for the many-field messages (these strings are compared in tests)
+
 from __future__ import annotations
 
 import json
@@ -37,16 +39,46 @@ def _facts(layout: str) -> Dict[str, Any]:
         labels = (nic.get("port") or {}).get("ipv4") or []
         rail = next((int(x.split(":")[1]) for x in labels if x.startswith("rail:")), None)
         dev, model = MODELS[nic["model"]]
-        out_nics.append({"bdf": nic["bdf"], "vendor_id": "15b3", "device_id": dev, "model": model, "function": "pf",
-                         "driver": "mlx5_core", "numa_node": nic["numa"], "netdevs": [nic["netdev"]], "rdma_device": "mlx5_%d" % i,
-                         "sriov": {"total_vfs": 16, "num_vfs": 0},
-                         "ports": [{"port": 1, "link_layer": "Ethernet", "state": "ACTIVE", "netdev": nic["netdev"], "mtu": 9000}],
-                         "role": "compute" if rail is not None else "other", "rail": rail})
-    rails = [{"rail": n["rail"], "gpu": "GPU%d" % n["rail"], "nic": n["rdma_device"], "netdev": n["netdevs"][0], "path": "PIX"}
-             for n in out_nics if n["rail"] is not None]
-    return {"schema_version": 1, "numa_nodes": [{"id": n["id"], "cpulist": n["cpulist"]} for n in data["numa"]],
-            "gpus": [{"index": i, "name": "GPU%d" % i, "bdf": g["bdf"], "model": g["model"].upper()} for i, g in enumerate(gpus)],
-            "nics": out_nics, "rails": sorted(rails, key=lambda r: r["rail"]), "nccl": {"net_gdr_level": "PXB"}}
+        out_nics.append(
+            {
+                "bdf": nic["bdf"],
+                "vendor_id": "15b3",
+                "device_id": dev,
+                "model": model,
+                "function": "pf",
+                "driver": "mlx5_core",
+                "numa_node": nic["numa"],
+                "netdevs": [nic["netdev"]],
+                "rdma_device": "mlx5_%d" % i,
+                "sriov": {"total_vfs": 16, "num_vfs": 0},
+                "ports": [
+                    {"port": 1, "link_layer": "Ethernet", "state": "ACTIVE", "netdev": nic["netdev"], "mtu": 9000}
+                ],
+                "role": "compute" if rail is not None else "other",
+                "rail": rail,
+            }
+        )
+    rails = [
+        {
+            "rail": n["rail"],
+            "gpu": "GPU%d" % n["rail"],
+            "nic": n["rdma_device"],
+            "netdev": n["netdevs"][0],
+            "path": "PIX",
+        }
+        for n in out_nics
+        if n["rail"] is not None
+    ]
+    return {
+        "schema_version": 1,
+        "numa_nodes": [{"id": n["id"], "cpulist": n["cpulist"]} for n in data["numa"]],
+        "gpus": [
+            {"index": i, "name": "GPU%d" % i, "bdf": g["bdf"], "model": g["model"].upper()} for i, g in enumerate(gpus)
+        ],
+        "nics": out_nics,
+        "rails": sorted(rails, key=lambda r: r["rail"]),
+        "nccl": {"net_gdr_level": "PXB"},
+    }
 
 
 def cluster_facts(spec: List[Tuple[str, int, str]]) -> Dict[str, Dict[str, Any]]:

@@ -14,7 +14,7 @@ from typing import Any, Dict
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _cluster_facts import cluster_facts  # noqa: E402
+from _cluster_facts import cluster_facts
 
 
 @pytest.fixture(scope="session")

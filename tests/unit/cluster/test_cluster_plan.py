@@ -1,5 +1,7 @@
 """Cluster planner on the fixture clusters: 8 nodes x 8 rails, and mixed hardware (cases/plans.yml)."""
 
+# ruff: noqa: UP031  -- %-formatting kept for the many-field messages (these strings are compared in tests)
+
 from __future__ import annotations
 
 import json
@@ -10,7 +12,11 @@ import yaml
 from netaddr import IPNetwork
 from validate import _SCHEMAS, validate
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils._cluster_plan import plan_cluster, render_files, report_text
+from ansible_collections.gpufabric.rollout.plugins.module_utils._cluster_plan import (
+    plan_cluster,
+    render_files,
+    report_text,
+)
 
 CASES = yaml.safe_load((Path(__file__).parent / "cases" / "plans.yml").read_text())
 FABRIC = {"mtu": 9000, "roce_tos": 106, "rdma_netns_mode": "shared"}
@@ -89,7 +95,9 @@ def test_dgx_selectors_match_discovered_nics(dgx):
 
 
 def test_dgx_nads_pools_and_nccl(dgx):
-    plan = plan_cluster({"supernet": "10.200.0.0/16", "block_size": 64}, dgx, {"pod": "10.244.0.0/16"}, FABRIC, "2.27.3")
+    plan = plan_cluster(
+        {"supernet": "10.200.0.0/16", "block_size": 64}, dgx, {"pod": "10.244.0.0/16"}, FABRIC, "2.27.3"
+    )
     objs = {(o["kind"], o["metadata"]["name"]): o for o in plan["objects"]["rdma_networks"]}
     example = dgx["gpu-node-1"]
     for rail in plan["rails"]:
@@ -105,7 +113,7 @@ def test_dgx_nads_pools_and_nccl(dgx):
         assert IPNetwork(pool["spec"]["gateway"]) in IPNetwork(pool["spec"]["subnet"])
         assert rail["capacity"]["needed"] == 8 * 64
     env = plan["nccl"]["h200-connectx-7-8r"]
-    hcas = ["%s:1" % next(n for n in example["nics"] if n.get("rail") == r)["rdma_device"] for r in range(8)]
+    hcas = ["{}:1".format(next(n for n in example["nics"] if n.get("rail") == r)["rdma_device"]) for r in range(8)]
     assert env["NCCL_IB_HCA"] == "=" + ",".join(hcas)
     assert env["NCCL_IB_TC"] == "106"
     assert env["NCCL_SOCKET_IFNAME"] == "=eth0"
@@ -115,7 +123,8 @@ def test_dgx_nads_pools_and_nccl(dgx):
     assert labels["gpufabric.io/rails"] == "8"
     assert labels["gpufabric.io/gpu-model"] == example["gpus"][0]["model"]
     assert labels["gpufabric.io/rail-numa"] == ".".join(
-        str(next(n for n in example["nics"] if n.get("rail") == r)["numa_node"]) for r in range(8))
+        str(next(n for n in example["nics"] if n.get("rail") == r)["numa_node"]) for r in range(8)
+    )
 
 
 def test_mixed_cluster_node_policies_select_their_group(mixed):
@@ -135,8 +144,12 @@ def test_mixed_cluster_node_policies_select_their_group(mixed):
             assert entry["selectors"]["ifNames"] == [nic["netdevs"][0]]
     l40s = next(g for g in plan["node_groups"] if g["gpu_model"] != mixed["h200-node-1"]["gpus"][0]["model"])
     assert plan["nccl"][l40s["name"]]["NCCL_IB_HCA"].count(":1") == 2
-    pool2 = next(o for o in plan["objects"]["rdma_networks"] if o["kind"] == "IPPool" and o["metadata"]["name"] == "rail2")
-    assert pool2["spec"]["nodeSelector"]["nodeSelectorTerms"][0]["matchExpressions"][0]["values"] == ["h200-connectx-7-8r"]
+    pool2 = next(
+        o for o in plan["objects"]["rdma_networks"] if o["kind"] == "IPPool" and o["metadata"]["name"] == "rail2"
+    )
+    assert pool2["spec"]["nodeSelector"]["nodeSelectorTerms"][0]["matchExpressions"][0]["values"] == [
+        "h200-connectx-7-8r"
+    ]
 
 
 def test_old_nccl_gets_gid_script(dgx):

@@ -15,7 +15,7 @@ FABRIC = {"mtu": 9000, "roce_tos": 106, "rdma_netns_mode": "shared"}
 
 def _intent(case, facts):
     intent = dict(case.get("intent") or {})
-    overrides = {k[len("rails_"):]: v for k, v in case.items() if k.startswith("rails_")}
+    overrides = {k[len("rails_") :]: v for k, v in case.items() if k.startswith("rails_")}
     if overrides and "rails" not in intent:
         indexes = sorted({n["rail"] for f in facts.values() for n in f["nics"] if n.get("rail") is not None})
         rails = []
@@ -51,7 +51,9 @@ def test_refusal_names_rail_and_numbers(case, dgx, mixed):
     assert str(err.value) == case["message"]
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if c.get("facts")], ids=[c["id"] + "-unmutated" for c in CASES if c.get("facts")])
+@pytest.mark.parametrize(
+    "case", [c for c in CASES if c.get("facts")], ids=[c["id"] + "-unmutated" for c in CASES if c.get("facts")]
+)
 def test_same_intent_plans_without_the_fault(case, dgx):
     """The refusal comes from the fault injected into the facts, not from the intent itself."""
     plan = plan_cluster(_intent(case, dgx), dgx, case.get("cidrs"), FABRIC, "2.27.3")

@@ -15,7 +15,9 @@ CASES = yaml.safe_load((Path(__file__).parent / "cases" / "ipplan.yml").read_tex
 
 @pytest.mark.parametrize("case", CASES["carve"])
 def test_carve(case):
-    got = _ipplan.carve(IPNetwork(case["supernet"]), case["prefix"], case["count"], [IPNetwork(a) for a in case["avoid"]])
+    got = _ipplan.carve(
+        IPNetwork(case["supernet"]), case["prefix"], case["count"], [IPNetwork(a) for a in case["avoid"]]
+    )
     assert [str(n) for n in got] == case["expect"]
 
 
@@ -34,7 +36,10 @@ def test_ip_capacity(case):
             _ipplan.check_ip_capacity("r", IPNetwork(case["subnet"]), gw, case["nodes"], case["block"])
         assert str(err.value) == case["error"]
     else:
-        assert _ipplan.check_ip_capacity("r", IPNetwork(case["subnet"]), gw, case["nodes"], case["block"])["usable"] == case["usable"]
+        assert (
+            _ipplan.check_ip_capacity("r", IPNetwork(case["subnet"]), gw, case["nodes"], case["block"])["usable"]
+            == case["usable"]
+        )
 
 
 @pytest.mark.parametrize("case", CASES["prefix_for_block"])
