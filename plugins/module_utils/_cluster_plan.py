@@ -387,9 +387,7 @@ def _check_netns(specs: List[Dict[str, Any]], groups: List[Dict[str, Any]], fabr
         if shared and exclusive:
             raise ClusterPlanError(
                 "node group {}: mixes shared RDMA netns rails ({}) and exclusive SR-IOV rails ({}); "
-                "one node pool uses one mode".format(
-                    group["name"], ", ".join(shared), ", ".join(exclusive)
-                )
+                "one node pool uses one mode".format(group["name"], ", ".join(shared), ", ".join(exclusive))
             )
         if exclusive and mode != "exclusive":
             raise ClusterPlanError(
