@@ -21,8 +21,8 @@ from .store import Watcher
 LOG = logging.getLogger("kubedouble")
 SERVER_VERSION = {
     "major": "1",
-    "minor": "31",
-    "gitVersion": "v1.31.0-kubedouble",
+    "minor": "36",
+    "gitVersion": "v1.36.0-kubedouble",
     "gitCommit": "kubedouble",
     "gitTreeState": "clean",
     "buildDate": "2026-11-30T00:00:00Z",
