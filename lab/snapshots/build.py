@@ -49,7 +49,7 @@ REAL_CAPTURES = {"h200-real": os.path.join(HERE, "h200-real", "snapshot.tar.gz")
 # ids: torvalds/linux drivers/net/ethernet/mellanox/mlx5/core/main.c (mlx5 table), pci.ids
 # (NVIDIA GPUs, Broadcom/PLX switches, Intel/AMD root ports, NVMe).
 MODELS: Dict[str, Dict[str, Any]] = {
-    "h200": {"vendor": 0x10DE, "device": 0x2335, "class": 0x030200, "ssv": 0x10DE, "ssd": 0x18BE, "driver": "nvidia"},
+    "h200": {"vendor": 0x10DE, "device": 0x2335, "class": 0x030200, "ssv": 0x10DE, "ssd": 0x18BF, "driver": "nvidia"},
     "h100": {"vendor": 0x10DE, "device": 0x2330, "class": 0x030200, "ssv": 0x10DE, "ssd": 0x16C1, "driver": "nvidia"},
     "l40s": {"vendor": 0x10DE, "device": 0x26B9, "class": 0x030200, "ssv": 0x10DE, "ssd": 0x1851, "driver": "nvidia"},
     "cx7": {

@@ -1,0 +1,191 @@
+# Copyright: (c) 2026, gpufabric.rollout contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Render an NCCL topology file (NCCL_TOPO_FILE) from ``gpufabric_topology`` facts.
+
+The layout follows what NCCL itself builds from sysfs and dumps with NCCL_TOPO_DUMP_FILE
+(NVIDIA/nccl src/graph/xml.cc, xml.h; facts.md section 3.7):
+
+* ``<system version="1">`` holds one ``<cpu>`` per NUMA id (``numaid`` = the device's
+  ``numa_node``, ``-1`` when unknown), with ``affinity`` (the node's cpumap, left out when the
+  node is unknown, as NCCL does), ``arch``, ``vendor``, ``familyid``, ``modelid``.
+* PCI functions nest the way NCCL walks sysfs: from a device it goes up two path components at
+  a time (skipping a switch's downstream port and landing on its upstream port) and stops at a
+  host bridge. So a GPU behind a switch sits in a ``<pci>`` for the switch upstream port; root
+  ports and downstream ports do not appear; a device on a root port sits directly in ``<cpu>``.
+* ``link_speed`` is the lower of the device's ``max_link_speed`` and its parent's (the sysfs
+  string, e.g. ``32.0 GT/s PCIe``); ``link_width`` is the lower of the two ``max_link_width``
+  values, where a missing parent value (a host bridge) counts as 0, as in NCCL.
+* ``<gpu dev sm rank gdr>`` with ``<nvlink target count tclass>`` children from the NVLink
+  counts of `nvidia-smi topo -m`; an 18-link SM90 GPU is taken to hang off NVSwitches
+  (``target="fffffff:ffff:ff" tclass="0x068000"``, what NCCL writes when the switch is not
+  visible as a PCI device), other counts are direct GPU links (``tclass="0x030200"``).
+* ``<nic><net name dev speed port latency guid maxconn gdr/></nic>`` in the NIC's ``<pci>``.
+Children of a node are ordered by bus id, as NCCL keeps them.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, List, Optional, Tuple
+from xml.sax.saxutils import quoteattr
+
+NVSWITCH_TARGET = "fffffff:ffff:ff"
+
+
+class _Node:
+    def __init__(self, tag: str, attrs: List[Tuple[str, str]]):
+        self.tag = tag
+        self.attrs = attrs
+        self.subs: List[_Node] = []
+
+    def key(self) -> str:
+        for k, v in self.attrs:
+            if k == "busid":
+                return v
+        return ""
+
+    def render(self, out: List[str], depth: int) -> None:
+        pad = "  " * depth
+        attrs = "".join(f" {k}={quoteattr(v)}" for k, v in self.attrs)
+        if not self.subs:
+            out.append(f"{pad}<{self.tag}{attrs}/>")
+            return
+        out.append(f"{pad}<{self.tag}{attrs}>")
+        for s in self.subs:
+            s.render(out, depth + 1)
+        out.append(f"{pad}</{self.tag}>")
+
+
+def _speed_value(text: Optional[str]) -> Optional[float]:
+    m = re.match(r"\s*([0-9.]+)\s*GT/s", text or "")
+    return float(m.group(1)) if m else None
+
+
+def _nccl_link(dev: Dict[str, Any], parent: Optional[Dict[str, Any]]) -> Tuple[str, str]:
+    dspeed = dev["pcie"].get("max_speed") or ""
+    pspeed = (parent or {}).get("pcie", {}).get("max_speed") or ""
+    dv = _speed_value(dspeed)
+    pv = _speed_value(pspeed)
+    speed = pspeed if (pv is not None and (dv is None or pv < dv)) else dspeed
+    dw = dev["pcie"].get("max_width") or 0
+    pw = (parent or {}).get("pcie", {}).get("max_width") or 0
+    return speed, str(min(dw, pw))
+
+
+def _hex_guid(guid: Optional[str]) -> str:
+    if not guid:
+        return "0x0"
+    return "0x" + (guid.replace(":", "").lstrip("0") or "0")
+
+
+def render_nccl_topo_xml(facts: Dict[str, Any]) -> str:
+    """NCCL_TOPO_FILE text for the GPUs and RDMA NICs in ``facts``."""
+    bridges = {b["bdf"]: b for b in facts["pcie"]["bridges"]}
+    numa_by_id = {n["id"]: n for n in facts.get("numa_nodes", [])}
+    cpu_info = facts.get("cpu") or {}
+    cpus: Dict[str, _Node] = {}
+    pcis: Dict[str, _Node] = {}
+
+    def cpu_node(numa: Optional[int]) -> _Node:
+        numaid = str(numa) if numa is not None else "-1"
+        if numaid not in cpus:
+            attrs = [("numaid", numaid)]
+            node = numa_by_id.get(numa) if numa is not None else None
+            if node and node.get("cpumap"):
+                attrs.append(("affinity", node["cpumap"]))
+            for key, attr in (("arch", "arch"), ("vendor", "vendor"), ("family", "familyid"), ("model", "modelid")):
+                if cpu_info.get(key) is not None:
+                    attrs.append((attr, str(cpu_info[key])))
+            cpus[numaid] = _Node("cpu", attrs)
+        return cpus[numaid]
+
+    def pci_node(dev: Dict[str, Any], bdf: str) -> _Node:
+        if bdf in pcis:
+            return pcis[bdf]
+        path = dev.get("pci_path") or []
+        parent = bridges.get(path[-1]) if path else None
+        speed, width = _nccl_link(dev, parent)
+        attrs = [
+            ("busid", bdf),
+            ("class", dev.get("class") or ""),
+            ("vendor", "0x" + dev["vendor_id"]),
+            ("device", "0x" + dev["device_id"]),
+            ("subsystem_vendor", "0x" + (dev.get("subsystem_vendor_id") or "0000")),
+            ("subsystem_device", "0x" + (dev.get("subsystem_device_id") or "0000")),
+            ("link_speed", speed),
+            ("link_width", width),
+        ]
+        node = _Node("pci", attrs)
+        pcis[bdf] = node
+        # NCCL's parent: two path components up, stopping at the host bridge
+        if len(path) >= 2:
+            up = bridges.get(path[-2])
+            parent_node = pci_node(up, path[-2]) if up else cpu_node(dev.get("numa_node"))
+        else:
+            parent_node = cpu_node(dev.get("numa_node"))
+        parent_node.subs.append(node)
+        return node
+
+    nvlink = facts.get("paths", {}).get("nvlink") or {}
+    gpu_bdf = {g["name"]: g["bdf"] for g in facts["gpus"]}
+    for g in facts["gpus"]:
+        node = pci_node(g, g["bdf"])
+        gattrs = [("dev", str(g["index"]))]
+        if g.get("sm") is not None:
+            gattrs.append(("sm", str(g["sm"])))
+        gattrs += [("rank", str(g["index"])), ("gdr", "1")]
+        gnode = _Node("gpu", gattrs)
+        peers = nvlink.get(g["name"]) or {}
+        counts = set(peers.values())
+        if peers and counts == {18} and g.get("sm") == 90:
+            gnode.subs.append(_Node("nvlink", [("target", NVSWITCH_TARGET), ("count", "18"), ("tclass", "0x068000")]))
+        else:
+            for peer in sorted(peers, key=lambda p: gpu_bdf[p]):
+                gnode.subs.append(
+                    _Node(
+                        "nvlink",
+                        [("target", gpu_bdf[peer]), ("count", str(peers[peer])), ("tclass", "0x030200")],
+                    )
+                )
+        node.subs.append(gnode)
+
+    net_dev = 0
+    for n in sorted(facts["nics"], key=lambda x: x["rdma_device"]):
+        ports = [p for p in n["ports"] if p.get("link_layer") in ("Ethernet", "InfiniBand")]
+        if not ports:
+            continue
+        node = pci_node(n, n["bdf"])
+        nic = _Node("nic", [])
+        for p in ports:
+            name = n["rdma_device"] if len(ports) == 1 else f"{n['rdma_device']}:{p['port']}"
+            speed = int((p.get("rate_gbps") or 0) * 1000)
+            nic.subs.append(
+                _Node(
+                    "net",
+                    [
+                        ("name", name),
+                        ("dev", str(net_dev)),
+                        ("speed", str(speed)),
+                        ("port", str(p["port"])),
+                        ("latency", "0"),
+                        ("guid", _hex_guid(n.get("node_guid"))),
+                        ("maxconn", "131072"),
+                        ("gdr", "1" if n.get("role") == "compute" else "0"),
+                    ],
+                )
+            )
+            net_dev += 1
+        node.subs.append(nic)
+
+    def sort(node: _Node) -> None:
+        node.subs.sort(key=lambda s: (s.tag != "pci", s.key()))
+        for s in node.subs:
+            sort(s)
+
+    system = _Node("system", [("version", "1")])
+    for numaid in sorted(cpus, key=lambda x: int(x)):
+        system.subs.append(cpus[numaid])
+    sort(system)
+    out: List[str] = []
+    system.render(out, 0)
+    return "\n".join(out) + "\n"
