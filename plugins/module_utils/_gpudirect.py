@@ -132,7 +132,8 @@ def read_host(sysroot: str = "/") -> Dict[str, Any]:
     sys_modules = set()
     with contextlib.suppress(OSError):
         sys_modules = set(os.listdir(os.path.join(sysroot, "sys/module")))
-    kernel = (_read(sysroot, "proc/sys/kernel/osrelease") or "").strip() or None
+    # A captured tree may lack osrelease; the running kernel is the one that matters then.
+    kernel = (_read(sysroot, "proc/sys/kernel/osrelease") or "").strip() or os.uname().release
     return {
         "driver_loaded": proc_version is not None or "nvidia" in sys_modules,
         "driver_flavour": driver["flavour"],
