@@ -115,6 +115,7 @@ def test_dgx_nads_pools_and_nccl(dgx):
     env = plan["nccl"]["h200-connectx-7-8r"]
     hcas = ["{}:1".format(next(n for n in example["nics"] if n.get("rail") == r)["rdma_device"]) for r in range(8)]
     assert env["NCCL_IB_HCA"] == "=" + ",".join(hcas)
+    assert env["NCCL_IB_HCA"] == example["nccl"]["ib_hca"]  # the host-side value discovery computed
     assert env["NCCL_IB_TC"] == "106"
     assert env["NCCL_SOCKET_IFNAME"] == "=eth0"
     assert "GPUFABRIC_NCCL_GID_SCRIPT" not in env
