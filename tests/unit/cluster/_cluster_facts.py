@@ -10,7 +10,7 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures" / "topology"
 
 
 def node_facts(layout: str, node: int) -> Dict[str, Any]:
-    return json.loads((FIXTURES / ("%s.node%d.json" % (layout, node))).read_text())
+    return json.loads((FIXTURES / f"{layout}.node{node}.json").read_text())
 
 
 def cluster_facts(spec: List[Tuple[str, int, str]]) -> Dict[str, Dict[str, Any]]:
@@ -18,5 +18,5 @@ def cluster_facts(spec: List[Tuple[str, int, str]]) -> Dict[str, Dict[str, Any]]
     out = {}
     for layout, count, prefix in spec:
         for n in range(1, count + 1):
-            out["%s-%d" % (prefix, n)] = node_facts(layout, n)
+            out[f"{prefix}-{n}"] = node_facts(layout, n)
     return out

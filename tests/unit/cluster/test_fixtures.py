@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from _cluster_facts import node_facts
 
-_spec = importlib.util.spec_from_file_location("cluster_make_facts", Path(__file__).parent / "fixtures" / "make_facts.py")
+_MAKE_FACTS = Path(__file__).parent / "fixtures" / "make_facts.py"
+_spec = importlib.util.spec_from_file_location("cluster_make_facts", _MAKE_FACTS)
 make_facts = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(make_facts)
 
