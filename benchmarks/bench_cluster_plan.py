@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+"""Benchmark: cluster networking plan for 4,096 nodes x 8 rails (issue 7: under 10 s and under 1 GB).
+
+Input: the discovered facts of the 8 fixture nodes (tests/unit/cluster/fixtures/topology, discovery
+output on the lab snapshots dgx-h200-8x8@1..8), reused round-robin as the facts of 4,096 nodes
+(the planner only reads them). Prints wall time, the planner's own peak allocation (tracemalloc)
+and the process peak RSS (getrusage). Never fails on timing; it exits 1 only if planning fails.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / ".collections"))
+
+from ansible_collections.gpufabric.rollout.plugins.module_utils._cluster_plan import plan_cluster
+
+FIXTURES = REPO / "tests" / "unit" / "cluster" / "fixtures" / "topology"
+NODES = 4096
+INTENT = {"supernet": "10.128.0.0/10", "rail_prefix": 16, "block_size": 8}
+CIDRS = {"pod": "10.244.0.0/16", "service": "10.96.0.0/12"}
+FABRIC = {"mtu": 9000, "roce_tos": 106, "rdma_netns_mode": "shared"}
+
+
+def main() -> int:
+    base = [json.loads((FIXTURES / f"dgx-h200-8x8.node{n}.json").read_text()) for n in range(1, 9)]
+    nodes = {f"gpu-{i:05d}": base[i % len(base)] for i in range(NODES)}
+    times = []
+    for run in range(3):
+        start = time.perf_counter()
+        plan = plan_cluster(INTENT, nodes, CIDRS, FABRIC, "2.27.3")
+        times.append(time.perf_counter() - start)
+        print(f"run {run + 1}: {times[-1]:.3f} s")
+    tracemalloc.start()
+    plan_cluster(INTENT, nodes, CIDRS, FABRIC, "2.27.3")
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    objects = sum(len(v) for v in plan["objects"].values())
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # ru_maxrss is KiB on Linux
+    print(
+        f"cluster plan: {NODES} nodes x {len(plan['rails'])} rails -> {objects} objects, "
+        f"{len(plan['node_labels'])} labelled nodes, {len(plan['node_groups'])} node group(s)"
+    )
+    print(f"best time {min(times):.3f} s (target < 10 s)")
+    print(f"planner peak allocation {peak / 2**20:.1f} MiB (tracemalloc)")
+    print(f"process peak RSS {rss:.0f} MiB (target < 1024 MiB)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
