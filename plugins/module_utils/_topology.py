@@ -104,20 +104,63 @@ class Sysroot:
 
     def __init__(self, root: str):
         self.root = os.path.abspath(root)
+        self._dirs: Dict[str, Optional[str]] = {}
+
+    def real(self, rel: str, _hops: int = 0) -> Optional[str]:
+        """Sysroot-relative path of ``rel`` with every symlink resolved inside the sysroot.
+
+        Absolute link targets are taken as sysroot-relative. Each distinct prefix is looked at
+        once (cached), so a walk over sysfs costs about one lstat per directory. None on a loop.
+        """
+        rel = os.path.normpath(rel.strip("/")) if rel.strip("/") else ""
+        if rel in ("", "."):
+            return ""
+        if rel.startswith(".."):
+            rel = rel.lstrip("./") if rel.strip("./") else ""
+            return self.real(rel, _hops)
+        if rel in self._dirs:
+            return self._dirs[rel]
+        head, _, tail = rel.rpartition("/")
+        base = self.real(head, _hops) if head else ""
+        if base is None:
+            return None
+        cand = f"{base}/{tail}" if base else tail
+        result: Optional[str] = cand
+        full = os.path.join(self.root, cand)
+        if os.path.islink(full):
+            if _hops > 40:
+                result = None
+            else:
+                target = os.readlink(full)
+                joined = target.lstrip("/") if target.startswith("/") else f"{base}/{target}"
+                result = self.real(os.path.normpath(joined) if joined else "", _hops + 1)
+        self._dirs[rel] = result
+        return result
+
+    def resolve(self, rel: str) -> Optional[str]:
+        return self.real(rel)
 
     def abspath(self, rel: str) -> str:
-        return os.path.join(self.root, rel.lstrip("/"))
+        real = self.real(rel)
+        return os.path.join(self.root, real if real is not None else rel.lstrip("/"))
+
+    def _file(self, rel: str) -> str:
+        """Path of an attribute file: its directory resolved in-root; sysfs attribute files
+        themselves are regular files, so the last component is not looked at."""
+        head, _, tail = rel.strip("/").rpartition("/")
+        base = self.real(head) if head else ""
+        return os.path.join(self.root, base or "", tail) if base is not None else os.path.join(self.root, rel)
 
     def read(self, rel: str) -> Optional[str]:
         try:
-            with open(self.abspath(rel), encoding="utf-8", errors="replace") as fh:
-                return fh.read().strip()
+            with open(self._file(rel), "rb", buffering=0) as fh:
+                return fh.read().decode("utf-8", "replace").strip()
         except (OSError, ValueError):
             return None
 
     def read_bytes(self, rel: str) -> Optional[bytes]:
         try:
-            with open(self.abspath(rel), "rb") as fh:
+            with open(self._file(rel), "rb") as fh:
                 return fh.read()
         except OSError:
             return None
@@ -132,43 +175,18 @@ class Sysroot:
         return os.path.isdir(self.abspath(rel))
 
     def exists(self, rel: str) -> bool:
-        return os.path.lexists(self.abspath(rel))
-
-    def resolve(self, rel: str) -> Optional[str]:
-        """Resolve ``rel`` (relative to the sysroot) through symlinks, staying inside the sysroot.
-
-        Absolute targets are taken as sysroot-relative. Returns the normalised relative path,
-        or None on a loop.
-        """
-        parts = [p for p in rel.strip("/").split("/") if p]
-        done: List[str] = []
-        hops = 0
-        while parts:
-            part = parts.pop(0)
-            if part == ".":
-                continue
-            if part == "..":
-                if done:
-                    done.pop()
-                continue
-            cur = "/".join([*done, part])
-            full = self.abspath(cur)
-            if os.path.islink(full):
-                hops += 1
-                if hops > 64:
-                    return None
-                target = os.readlink(full)
-                if target.startswith("/"):
-                    done = []
-                parts = [p for p in target.split("/") if p] + parts
-            else:
-                done.append(part)
-        return "/".join(done)
+        head, _, tail = rel.strip("/").rpartition("/")
+        parent = self.real(head) if head else ""
+        return parent is not None and os.path.lexists(os.path.join(self.root, parent, tail))
 
     def link_name(self, rel: str) -> Optional[str]:
         """Basename of a symlink's target (e.g. a bound driver), or None."""
+        head, _, tail = rel.strip("/").rpartition("/")
+        parent = self.real(head) if head else ""
+        if parent is None:
+            return None
         try:
-            return os.path.basename(os.readlink(self.abspath(rel)).rstrip("/"))
+            return os.path.basename(os.readlink(os.path.join(self.root, parent, tail)).rstrip("/"))
         except OSError:
             return None
 
@@ -374,6 +392,21 @@ class PciDev:
         self.acs_ctl: Optional[int] = None
 
 
+_PCI_ATTRS = (
+    "class",
+    "vendor",
+    "device",
+    "subsystem_vendor",
+    "subsystem_device",
+    "numa_node",
+    "current_link_speed",
+    "max_link_speed",
+    "current_link_width",
+    "max_link_width",
+)
+_ENDPOINT_ATTRS = ("local_cpulist", "sriov_totalvfs", "sriov_numvfs")
+
+
 class _Scan:
     """Everything read from the sysroot, indexed."""
 
@@ -386,22 +419,11 @@ class _Scan:
                 continue
             dev = PciDev(bdf.lower(), path)
             a = dev.attrs
-            for name in (
-                "vendor",
-                "device",
-                "subsystem_vendor",
-                "subsystem_device",
-                "class",
-                "numa_node",
-                "local_cpulist",
-                "current_link_speed",
-                "max_link_speed",
-                "current_link_width",
-                "max_link_width",
-                "sriov_totalvfs",
-                "sriov_numvfs",
-            ):
+            for name in _PCI_ATTRS:
                 a[name] = sr.read(f"{path}/{name}")
+            if (parse_hex(a["class"]) or 0) >> 8 != 0x0604:  # endpoints only
+                for name in _ENDPOINT_ATTRS:
+                    a[name] = sr.read(f"{path}/{name}")
             dev.vendor_id = "%04x" % (parse_hex(a["vendor"]) or 0)
             dev.device_id = "%04x" % (parse_hex(a["device"]) or 0)
             dev.class_code = parse_hex(a["class"]) or 0

@@ -33,7 +33,7 @@ def facts_of(sysroot):
         if name not in cache:
             root = sysroot(name)
             topo = os.path.join(root, "nvidia-smi-topo-m.txt")
-            text = open(topo, encoding="utf-8").read() if os.path.exists(topo) else None
+            text = Path(topo).read_text(encoding="utf-8") if os.path.exists(topo) else None
             cache[name] = (T.discover(root, text), text)
         return cache[name]
 
