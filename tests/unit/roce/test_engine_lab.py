@@ -1,0 +1,222 @@
+"""The apply engine against the lab simulators on a real lab hardware tree, both backends.
+
+Builds the dgx-h200-8x8 snapshot (lab/snapshots/build.py), adds the driver flavour's sysfs
+(molecule/roce_mlnx/files/lab_driver_sysfs.py), and runs read -> diff -> apply -> read back
+through lab/simulators/{mlnx_qos,dcb,setpci} as subprocesses, exactly as on a lab node.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ansible_collections.gpufabric.rollout.plugins.module_utils import _qos
+
+pytestmark = pytest.mark.slow  # runs the simulators as subprocesses on a full snapshot tree
+
+REPO = Path(__file__).resolve().parents[3]
+SIMS = REPO / "lab" / "simulators"
+FABRIC = {"lossless_priority": 3, "data_dscp": 26, "cnp_dscp": 48, "cnp_priority": 6, "roce_tos": 106, "mtu": 9000}
+
+
+def _load(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+SNAPSHOTS = _load("snapshots_build", REPO / "lab" / "snapshots" / "build.py")
+
+
+def lab_topology(sysroot):
+    """Contract-shaped NIC facts read from the tree (the part of topology_facts the plan uses)."""
+    nics = []
+    net = Path(sysroot, "sys/class/net")
+    for i, name in enumerate(sorted(os.listdir(net), key=lambda n: os.path.realpath(net / n))):
+        dev = net / name / "device"
+        rdma = sorted(os.listdir(dev / "infiniband"))[0]
+        nics.append(
+            {
+                "bdf": os.path.basename(os.path.realpath(dev)),
+                "function": "pf",
+                "netdevs": [name],
+                "rdma_device": rdma,
+                "ports": [{"port": 1, "netdev": name}],
+                "role": "compute" if i < 8 else "storage",
+                "rail": i if i < 8 else None,
+            }
+        )
+    return {"nics": nics, "virtualized": False}
+
+
+@pytest.fixture(scope="session")
+def pristine(tmp_path_factory):
+    """One snapshot per driver flavour for the session; each test gets a copy."""
+    base = tmp_path_factory.mktemp("roce-pristine")
+    trees = {}
+    for flavour in ("mofed", "inbox"):
+        trees[flavour] = str(base / flavour)
+        SNAPSHOTS.materialize("dgx-h200-8x8@1", trees[flavour])
+        subprocess.run(
+            [sys.executable, str(REPO / "molecule/roce_mlnx/files/lab_driver_sysfs.py"), flavour, trees[flavour]],
+            check=True,
+        )
+    return trees
+
+
+def make_lab(flavour, tmp_path, pristine):
+    sysroot = str(tmp_path / "sysroot")
+    shutil.copytree(pristine[flavour], sysroot, symlinks=True)
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    tools = ["dcb", "rdma", "setpci"] + (["mlnx_qos"] if flavour == "mofed" else [])
+    for tool in tools:
+        os.symlink(SIMS / tool, bindir / tool)
+    env = dict(os.environ, GPUFABRIC_LAB_SYSROOT=sysroot, LC_ALL="C")
+
+    def run(argv):
+        proc = subprocess.run([str(bindir / argv[0]), *argv[1:]], capture_output=True, text=True, env=env)
+        return proc.returncode, proc.stdout, proc.stderr
+
+    io = _qos.HostIO(run=run, which=lambda name: shutil.which(name, path=str(bindir)), sysroot=sysroot)
+    return flavour, io, lab_topology(sysroot)
+
+
+@pytest.fixture(params=["mofed", "inbox"])
+def lab(request, tmp_path, pristine):
+    return make_lab(request.param, tmp_path, pristine)
+
+
+@pytest.fixture
+def mofed_lab(tmp_path, pristine):
+    return make_lab("mofed", tmp_path, pristine)
+
+
+def test_apply_is_honest_in_check_mode_then_idempotent(lab):
+    flavour, io, topology = lab
+    plan = _qos.build_plan(FABRIC, {}, topology, sysroot=io.sysroot)
+    assert len(plan["interfaces"]) == 8
+    ifaces = plan["interfaces"][:2]  # two rails keep the subprocess count (and the test time) down
+    check = _qos.run_plan_interfaces(ifaces, "auto", io, check_mode=True)
+    assert check["backend"] == ("mlnx_qos" if flavour == "mofed" else "dcb")
+    assert check["changed"] is True
+    expected = {"dscp2prio", "pfc", "roce_mode", "roce_tos", "trust"}
+    if flavour == "mofed":
+        expected |= {"ecn", "traffic_class"}
+    assert set(check["interfaces"][0]["changed_keys"]) == expected
+    assert check["interfaces"][0]["actions"] == []
+
+    first = _qos.run_plan_interfaces(ifaces, "auto", io, check_mode=False)
+    assert first["changed"] is True
+    after = first["interfaces"][0]["after"]
+    assert after["trust"] == "dscp" and after["pfc"] == [0, 0, 0, 1, 0, 0, 0, 0]
+    assert after["dscp2prio"] == {"26": [3], "48": [6]}
+    assert after["roce_tos"] == 106 and after["roce_mode"] == "RoCE v2"
+    if flavour == "mofed":
+        assert after["ecn"] == {"roce_np/3": 1, "roce_rp/3": 1} and after["traffic_class"] == 106
+    else:
+        assert "ecn" not in after and after["cnp_dscp"] == 48
+        assert any("ROCE_CC_PRIO_MASK" in w for w in first["warnings"])
+    assert first["interfaces"][0]["roce_active_mtu"] == 4096
+
+    second = _qos.run_plan_interfaces(ifaces, "auto", io, check_mode=False)
+    assert second["changed"] is False
+    assert all(i["changed_keys"] == [] for i in second["interfaces"])
+
+
+def test_check_mode_changes_nothing(lab):
+    _flavour, io, topology = lab
+    plan = _qos.build_plan(FABRIC, {}, topology, sysroot=io.sysroot)
+    for _ in range(2):
+        result = _qos.run_plan_interfaces(plan["interfaces"][:1], "auto", io, check_mode=True)
+        assert result["changed"] is True
+
+
+def test_other_tool_reads_what_one_wrote(lab):
+    flavour, io, topology = lab
+    plan = _qos.build_plan(FABRIC, {}, topology, sysroot=io.sysroot)
+    _qos.run_plan_interfaces(plan["interfaces"][:1], "auto", io, check_mode=False)
+    nd = plan["interfaces"][0]["netdev"]
+    pfc = _qos.parse_dcb_pfc(io.check(["dcb", "pfc", "show", "dev", nd]))
+    assert pfc["pfc"] == [0, 0, 0, 1, 0, 0, 0, 0]
+    app = _qos.parse_dcb_app(io.check(["dcb", "-N", "app", "show", "dev", nd]))
+    assert app["dscp2prio"][26] == [3] and app["trust"] == "dscp"
+    if flavour == "mofed":
+        assert Path(io.path(f"sys/class/net/{nd}/qos/trust")).read_text().strip() == "dscp"
+
+
+def test_drift_is_detected_and_repaired(lab):
+    _flavour, io, topology = lab
+    plan = _qos.build_plan(FABRIC, {}, topology, sysroot=io.sysroot)
+    ifaces = plan["interfaces"][:2]
+    _qos.run_plan_interfaces(ifaces, "auto", io, check_mode=False)
+    nd = ifaces[1]["netdev"]
+    io.check(["dcb", "pfc", "set", "dev", nd, "prio-pfc", "all:off", "4:on"])
+    result = _qos.run_plan_interfaces(ifaces, "auto", io, check_mode=False)
+    assert result["changed"] is True
+    lines = _qos.drift_lines(result)
+    assert lines == [f"drift {nd} pfc: [0, 0, 0, 0, 1, 0, 0, 0] -> [0, 0, 0, 1, 0, 0, 0, 0]"]
+
+
+def test_optional_ets_buffers_cable_len_default_prio(lab):
+    _flavour, io, topology = lab
+    opts = {
+        "ets": {
+            "prio_tc": [0, 0, 0, 1, 0, 0, 2, 0],
+            "tsa": ["ets", "ets"] + ["strict"] * 6,
+            "tc_bw": [40, 60, 0, 0, 0, 0, 0, 0],
+        },
+        "buffer_size": [130944, 130944, 0, 0, 0, 0, 0, 0],
+        "prio2buffer": [0, 0, 0, 1, 0, 0, 0, 0],
+        "cable_len": 30,
+        "default_priority": 0,
+    }
+    plan = _qos.build_plan(FABRIC, opts, topology, sysroot=io.sysroot)
+    first = _qos.run_plan_interfaces(plan["interfaces"][:1], "auto", io, check_mode=False)
+    keys = set(first["interfaces"][0]["changed_keys"])
+    assert {"ets", "buffer_size", "prio2buffer", "cable_len", "default_prio"} <= keys
+    after = first["interfaces"][0]["after"]
+    assert after["cable_len"] == 30 and after["ets"]["tc_bw"] == [40, 60, 0, 0, 0, 0, 0, 0]
+    assert _qos.run_plan_interfaces(plan["interfaces"][:1], "auto", io, check_mode=False)["changed"] is False
+
+
+def test_pfc_change_keeps_cable_len(lab):
+    """mlnx_qos sends PFC and cable length together; the engine must pass both."""
+    _flavour, io, topology = lab
+    plan = _qos.build_plan(FABRIC, {"cable_len": 25}, topology, sysroot=io.sysroot)
+    _qos.run_plan_interfaces(plan["interfaces"][:1], "auto", io, check_mode=False)
+    plan2 = _qos.build_plan(dict(FABRIC, pfc=False), {}, topology, sysroot=io.sysroot)
+    _qos.run_plan_interfaces(plan2["interfaces"][:1], "auto", io, check_mode=False)
+    pfc = _qos.parse_dcb_pfc(io.check(["dcb", "pfc", "show", "dev", plan["interfaces"][0]["netdev"]]))
+    assert pfc["pfc"] == [0] * 8 and pfc["delay"] == 25
+
+
+def test_acs_redirect_cleared_on_upstream_bridges(mofed_lab):
+    _flavour, io, topology = mofed_lab
+    endpoints = [n["bdf"] for n in topology["nics"] if n["role"] == "compute"][:2]
+    bridges = _qos.upstream_bridges(io, endpoints)
+    assert bridges
+    first = _qos.run_acs(bridges, _qos.ACS_REDIRECT_MASK, io, check_mode=False)
+    assert first["changed"] is True
+    touched = [b for b in first["bridges"] if b.get("before") and b["before"] != b["after"]]
+    assert touched and all(b["before"] == "001d" and b["after"] == "0011" for b in touched)
+    assert not any(b.get("redirect") for b in first["bridges"])
+    assert _qos.run_acs(bridges, _qos.ACS_REDIRECT_MASK, io, check_mode=False)["changed"] is False
+
+
+def test_backend_choice_follows_installed_tools(lab):
+    flavour, io, _topology = lab
+    if flavour == "mofed":
+        assert _qos.choose_backend("auto", io) == "mlnx_qos"
+        assert _qos.choose_backend("dcb", io) == "dcb"
+    else:
+        assert _qos.choose_backend("auto", io) == "dcb"
+        with pytest.raises(_qos.QosError, match="mlnx_qos requested"):
+            _qos.choose_backend("mlnx_qos", io)
