@@ -260,7 +260,7 @@ class _Builder:
                 w.file(f"sys/class/dmi/id/{key}", dmi[key])
         w.dir("sys/kernel/iommu_groups")
         if L.get("iommu"):
-            w.file("sys/class/iommu/dmar0/intel-iommu/version", "1:0")
+            w.dir("sys/class/iommu/dmar0")
         for drv in ("nvidia", "mlx5_core", "nvme", "pcieport"):
             w.dir(f"sys/bus/pci/drivers/{drv}")
         for hb in L["host_bridges"]:

@@ -189,3 +189,93 @@ def render_nccl_topo_xml(facts: Dict[str, Any]) -> str:
     out: List[str] = []
     system.render(out, 0)
     return "\n".join(out) + "\n"
+
+
+PCI_KEYS = ("class", "vendor", "device", "subsystem_vendor", "subsystem_device", "link_speed", "link_width")
+
+
+def _pci_view(text: str) -> Dict[str, Any]:
+    """busid -> {attrs, parents (busids up to the cpu), numaid, gpu attrs, net names}."""
+    import xml.etree.ElementTree as ET
+
+    root = ET.fromstring(text)
+    out: Dict[str, Any] = {}
+
+    def walk(node, parents: List[str], numaid: Optional[str]) -> None:
+        for child in node:
+            if child.tag == "cpu":
+                walk(child, [], child.get("numaid"))
+            elif child.tag == "pci":
+                busid = (child.get("busid") or "").lower()
+                gpu = child.find("gpu")
+                nets = [n.get("name") for n in child.iter("net")]
+                out[busid] = {
+                    "attrs": {k: child.get(k) for k in PCI_KEYS},
+                    "parents": list(parents),
+                    "numaid": numaid,
+                    "gpu": {k: gpu.get(k) for k in ("dev", "sm", "rank", "gdr")} if gpu is not None else None,
+                    "nvlink": sorted((n.get("target"), n.get("count"), n.get("tclass")) for n in gpu.iter("nvlink"))
+                    if gpu is not None
+                    else [],
+                    "nets": nets if child.find("nic") is not None else [],
+                }
+                walk(child, [*parents, busid], numaid)
+
+    walk(root, [], None)
+    return out
+
+
+def compare_topo_xml(ours: str, theirs: str, rdma_nets: Optional[List[str]] = None) -> Dict[str, Any]:
+    """Compare two NCCL topology XMLs on what matters for placement.
+
+    Checked for every GPU in either file: present in both, same PCI attributes (class, ids,
+    link_speed, link_width), same chain of parent PCI nodes, same CPU numaid, same gpu dev/sm and
+    NVLink list; for every RDMA NIC: same attributes and parents. ``rdma_nets``: names of the RDMA
+    devices (others in ``theirs``, like NCCL's socket NICs, are listed as ignored).
+    Returns {"equal": bool, "differences": [...], "compared": {...}, "ignored": [...]}.
+    """
+    a = _pci_view(ours)
+    b = _pci_view(theirs)
+    diffs: List[str] = []
+    compared: Dict[str, List[str]] = {"gpus": [], "nics": []}
+    gpus = sorted({k for k, v in a.items() if v["gpu"]} | {k for k, v in b.items() if v["gpu"]})
+    for busid in gpus:
+        if busid not in a or busid not in b:
+            diffs.append(f"GPU {busid} only in {'ours' if busid in a else 'theirs'}")
+            continue
+        compared["gpus"].append(busid)
+        x, y = a[busid], b[busid]
+        for k in PCI_KEYS:
+            if x["attrs"][k] != y["attrs"][k]:
+                diffs.append(f"GPU {busid} {k}: ours {x['attrs'][k]!r}, theirs {y['attrs'][k]!r}")
+        for k in ("parents", "numaid", "nvlink"):
+            if x[k] != y[k]:
+                diffs.append(f"GPU {busid} {k}: ours {x[k]!r}, theirs {y[k]!r}")
+        for k in ("dev", "sm"):
+            if x["gpu"][k] != y["gpu"][k]:
+                diffs.append(f"GPU {busid} gpu {k}: ours {x['gpu'][k]!r}, theirs {y['gpu'][k]!r}")
+    rdma = set(rdma_nets or [])
+    ignored: List[str] = []
+    nic_a = {k: v for k, v in a.items() if v["nets"]}
+    nic_b = {k: v for k, v in b.items() if v["nets"] and (not rdma or set(v["nets"]) & rdma)}
+    for k, v in b.items():
+        if v["nets"] and k not in nic_b:
+            ignored.extend(v["nets"])
+    for busid in sorted(set(nic_a) | set(nic_b)):
+        if busid not in nic_a or busid not in nic_b:
+            diffs.append(f"NIC {busid} only in {'ours' if busid in nic_a else 'theirs'}")
+            continue
+        compared["nics"].append(busid)
+        x, y = nic_a[busid], nic_b[busid]
+        for k in PCI_KEYS:
+            if x["attrs"][k] != y["attrs"][k]:
+                diffs.append(f"NIC {busid} {k}: ours {x['attrs'][k]!r}, theirs {y['attrs'][k]!r}")
+        if x["parents"] != y["parents"]:
+            diffs.append(f"NIC {busid} parents: ours {x['parents']!r}, theirs {y['parents']!r}")
+    # nets NCCL attached straight to a cpu (virtual/socket NICs) are not PCI: list them as ignored
+    import xml.etree.ElementTree as ET
+
+    for cpu in ET.fromstring(theirs).iter("cpu"):
+        for nic in cpu.findall("nic"):
+            ignored.extend(n.get("name") for n in nic.iter("net"))
+    return {"equal": not diffs, "differences": diffs, "compared": compared, "ignored": sorted(set(ignored))}
