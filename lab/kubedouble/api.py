@@ -35,8 +35,11 @@ def now() -> str:
 class Request:
     """What a write needs to know besides the object: manager, dry run, strictness."""
 
-    def __init__(self, manager: str = "", dry_run: bool = False, strict: bool = False, force: bool = False) -> None:
+    def __init__(
+        self, manager: str = "", dry_run: bool = False, strict: bool = False, force: bool = False, explicit: bool = True
+    ) -> None:
         self.manager = manager
+        self.explicit = explicit  # the manager came from ?fieldManager (apply requires that)
         self.dry_run = dry_run
         self.strict = strict
         self.force = force
@@ -47,6 +50,7 @@ class Api:
         self.registry = Registry()
         self.store = Store()
         self.on_write: List[Callable[[ResourceType, Dict[str, Any]], None]] = []
+        self._service_ips = 10
         for ns in DEFAULT_NAMESPACES:
             self.create(self.type("", "v1", "namespaces"), "", {"metadata": {"name": ns}}, Request("kube-double"))
 
@@ -184,6 +188,16 @@ class Api:
             meta.setdefault("labels", {})["kubernetes.io/metadata.name"] = meta["name"]
             obj.setdefault("spec", {})["finalizers"] = ["kubernetes"]
             obj["status"] = {"phase": "Active"}
+        if rt.plural == "services" and not rt.group:
+            # The service IP allocator is part of the API server (not defaulting): Helm's --wait
+            # treats a Service without a cluster IP as not ready.
+            spec = obj.setdefault("spec", {})
+            if spec.get("type") != "ExternalName" and not spec.get("clusterIP"):
+                self._service_ips += 1
+                third, fourth = divmod(self._service_ips, 254)
+                ip = f"10.96.{third}.{fourth + 1}"
+                spec["clusterIP"] = ip
+                spec["clusterIPs"] = [ip]
         if rt.plural == "customresourcedefinitions":
             finals = meta.setdefault("finalizers", [])
             if CRD_FINALIZER not in finals:
@@ -422,7 +436,7 @@ class Api:
         self, rt: ResourceType, ns: str, name: str, config: Any, req: Request, subresource: str = ""
     ) -> Dict[str, Any]:
         """Server-side apply: create when missing, otherwise merge with ownership and conflicts."""
-        if not req.manager:
+        if not req.manager or not req.explicit:
             raise ApiError(400, "PATCH, fieldManager: Required value: is required for apply patch")
         config = self._check_body(rt, ns, config)
         if config["metadata"].get("name") and config["metadata"]["name"] != name:

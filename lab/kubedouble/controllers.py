@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import hashlib
+import json
 from typing import Any, Dict, List, Optional, Set, Tuple
 
 from .api import Api, Request, _comparable, _pod_ready, now
@@ -26,8 +28,10 @@ WORKLOADS = {
     ("apps", "daemonsets"),
     ("batch", "jobs"),
     ("", "pods"),
+    ("", "persistentvolumeclaims"),
 }
 DELAY = 0.15
+_SAFE = "bcdfghjklmnpqrstvwxz2456789"  # the alphabet of pod-template-hash values
 
 
 class Controllers:
@@ -90,12 +94,14 @@ class Controllers:
         if rt is None or obj is None or obj["metadata"].get("deletionTimestamp"):
             return
         status = obj.get("status") or {}
-        if plural == "pods":
-            # A pod whose status someone else wrote (a seed, a test) keeps it.
+        if plural in ("pods", "persistentvolumeclaims"):
+            # An object whose status someone else wrote (a seed, a test) keeps it.
             if not self._owns_status(obj) or (status.get("phase") and not force):
                 return
         elif not force and status.get("observedGeneration") == obj["metadata"].get("generation"):
             return
+        if plural == "deployments":
+            self._replicasets_of(obj)
         desired = getattr(self, "_status_" + plural)(obj)
         self._write_status(rt, obj, desired)
 
@@ -159,6 +165,66 @@ class Controllers:
         if not self.ready:
             status["unavailableReplicas"] = replicas
         return _drop_zero(status, ("readyReplicas", "availableReplicas"))
+
+    def _replicasets_of(self, dep: Dict[str, Any]) -> None:
+        """Keep one ReplicaSet per pod template, as the deployment controller does (Helm's --wait
+        looks for the new ReplicaSet, matched by template and controller owner reference)."""
+        rs_rt = self._rt("apps", "replicasets")
+        if rs_rt is None:
+            return
+        meta = dep["metadata"]
+        spec = dep.get("spec") or {}
+        template = copy.deepcopy(spec.get("template") or {})
+        digest = hashlib.sha256(json.dumps(template, sort_keys=True).encode()).hexdigest()
+        pth = "".join(_SAFE[int(digest[i : i + 2], 16) % len(_SAFE)] for i in range(0, 20, 2))
+        template.setdefault("metadata", {}).setdefault("labels", {})["pod-template-hash"] = pth
+        selector = copy.deepcopy(spec.get("selector") or {})
+        selector.setdefault("matchLabels", {})["pod-template-hash"] = pth
+        ns = meta.get("namespace", "")
+        name = "{}-{}".format(meta["name"], pth)
+        owner = {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "name": meta["name"],
+            "uid": meta["uid"],
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+        for rs in self.api.store.items(("apps", "replicasets"), ns):
+            refs = rs["metadata"].get("ownerReferences") or []
+            mine = any(r.get("uid") == meta["uid"] for r in refs)
+            if mine and rs["metadata"]["name"] != name and (rs.get("spec") or {}).get("replicas") != 0:
+                old = copy.deepcopy(rs)
+                old["spec"]["replicas"] = 0
+                self.api.update(rs_rt, ns, rs["metadata"]["name"], old, Request(MANAGER))
+        desired = {
+            "apiVersion": "apps/v1",
+            "kind": "ReplicaSet",
+            "metadata": {
+                "name": name,
+                "namespace": ns,
+                "labels": dict(template["metadata"]["labels"]),
+                "ownerReferences": [owner],
+            },
+            "spec": {"replicas": _replicas(dep), "selector": selector, "template": template},
+        }
+        current = self.api.store.get(("apps", "replicasets"), ns, name)
+        if current is None:
+            self.api.create(rs_rt, ns, desired, Request(MANAGER))
+        elif (current.get("spec") or {}).get("replicas") != _replicas(dep):
+            new = copy.deepcopy(current)
+            new["spec"]["replicas"] = _replicas(dep)
+            self.api.update(rs_rt, ns, name, new, Request(MANAGER))
+
+    def _status_persistentvolumeclaims(self, obj: Dict[str, Any]) -> Dict[str, Any]:
+        spec = obj.get("spec") or {}
+        if not self.ready:
+            return {"phase": "Pending"}
+        storage = ((spec.get("resources") or {}).get("requests") or {}).get("storage")
+        status: Dict[str, Any] = {"phase": "Bound", "accessModes": list(spec.get("accessModes") or [])}
+        if storage:
+            status["capacity"] = {"storage": storage}
+        return status
 
     def _status_replicasets(self, obj: Dict[str, Any]) -> Dict[str, Any]:
         replicas = _replicas(obj)
@@ -266,6 +332,8 @@ class Controllers:
                 {
                     "name": c.get("name"),
                     "image": c.get("image", ""),
+                    "imageID": "" if not ok else "docker.io/library/{}@sha256:{}".format(c.get("image", ""), "0" * 64),
+                    "containerID": "" if not ok else "containerd://{}".format(obj["metadata"]["uid"].replace("-", "")),
                     "ready": ok,
                     "restartCount": 0,
                     "started": ok,

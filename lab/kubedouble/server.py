@@ -51,6 +51,7 @@ class Server:
         r.add_get("/openapi/v2", self.openapi_v2)
         r.add_route("*", "/_double/ready", self.admin_ready)
         r.add_get("/_double/info", self.admin_info)
+        r.add_post("/_double/compact", self.admin_compact)
         r.add_route("*", "/api/{rest:.*}", self.resource)
         r.add_route("*", "/apis/{rest:.*}", self.resource)
 
@@ -120,6 +121,9 @@ class Server:
             self.controllers.set_ready(body["ready"])
         return _json({"ready": self.controllers.ready})
 
+    async def admin_compact(self, _request: web.Request) -> web.Response:
+        return _json({"compactedResourceVersion": self.api.store.compact()})
+
     async def admin_info(self, _request: web.Request) -> web.Response:
         return _json(
             {
@@ -174,6 +178,7 @@ class Server:
             dry_run=q.get("dryRun") == "All",
             strict=q.get("fieldValidation") == "Strict",
             force=q.get("force") in ("true", "1"),
+            explicit=bool(q.get("fieldManager")),
         )
         ns_scope = (ns or "") if rt.namespaced else ""
         method = request.method

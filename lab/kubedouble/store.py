@@ -37,6 +37,7 @@ class Store:
         self.rv = 1
         self.history: Deque[Event] = deque(maxlen=HISTORY)
         self.watchers: List[Watcher] = []
+        self.compacted = 0  # events up to this resourceVersion are gone (as after etcd compaction)
 
     def next_rv(self) -> str:
         self.rv += 1
@@ -86,7 +87,14 @@ class Store:
                 w.queue.put_nowait(event)
 
     def since(self, res: ResKey, rv: int) -> Optional[List[Event]]:
-        """Events after rv, or None when rv is older than the kept history (410 Gone)."""
-        if self.history and rv < self.history[0].rv - 1 and rv < self.rv:
+        """Events after rv, or None when rv is older than the kept history (410 Expired)."""
+        oldest = self.history[0].rv if self.history else self.rv + 1
+        if rv < self.compacted or (rv < oldest - 1 and len(self.history) == self.history.maxlen):
             return None
         return [e for e in self.history if e.res == res and e.rv > rv]
+
+    def compact(self) -> int:
+        """Forget the event history, as etcd compaction does; older watches get 410."""
+        self.history.clear()
+        self.compacted = self.rv
+        return self.rv

@@ -79,4 +79,5 @@ def kubectl(double: Double):
             raise AssertionError(f"kubectl {' '.join(args)} failed: {proc.stderr}")
         return proc
 
+    run.argv = [binary, "--kubeconfig", str(double.kubeconfig)]
     return run

@@ -61,10 +61,11 @@ def start_double(state_dir: Path, seeds: List[Path], extra: List[str] = ()) -> D
     cmd = [sys.executable, "-m", "kubedouble", "--state-dir", str(state_dir), *extra]
     for seed in seeds:
         cmd += ["--seed", str(seed)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+    log = open(state_dir / "kube.log", "w", encoding="utf-8")  # noqa: SIM115 - lives as long as the process
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, env=env, text=True)
     line = proc.stdout.readline()
     if not line:
-        raise RuntimeError("kubedouble did not start: " + proc.stderr.read())
+        raise RuntimeError("kubedouble did not start: " + (state_dir / "kube.log").read_text())
     double = Double(proc, json.loads(line)["port"], state_dir)
     for _ in range(100):
         try:
@@ -98,7 +99,12 @@ def wait_for(predicate, timeout: float = 5.0, interval: float = 0.05):
     deadline = time.monotonic() + timeout
     last = None
     while time.monotonic() < deadline:
-        last = predicate()
+        try:
+            last = predicate()
+        except (AttributeError, TypeError, KeyError) as exc:  # status not written yet
+            last = exc
+            time.sleep(interval)
+            continue
         if last:
             return last
         time.sleep(interval)
