@@ -1,0 +1,126 @@
+#!/usr/bin/python
+# Copyright: (c) 2026, gpufabric.rollout contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: pcie_acs
+short_description: Disable PCIe ACS redirect on the bridges above GPUs and NICs
+version_added: 0.1.0
+description:
+  - Finds the PCIe bridges between each given endpoint (GPU or NIC function) and its host
+    bridge from the sysfs device path, reads each bridge's ACS Control register with
+    C(setpci -s BDF ECAP_ACS+0x6.w) and clears the redirect bits (P2P request redirect 0x04 and
+    completion redirect 0x08 by default), so GPUDirect peer-to-peer traffic stays below the
+    PCIe switch instead of going up to the root complex.
+  - Bridges without an ACS capability are reported and skipped.
+  - Refuses to run on a virtual machine, where ACS must stay enabled.
+  - The setting is lost at reboot; the C(roce) role's boot service re-applies it.
+author:
+  - gpufabric.rollout contributors
+attributes:
+  check_mode:
+    support: full
+    description: Reads the registers and reports what would be written.
+  diff_mode:
+    support: full
+    description: Returns each bridge's ACS Control value before and after.
+  platform:
+    platforms: posix
+    support: full
+    description: Bare-metal Linux hosts with pciutils C(setpci).
+options:
+  endpoints:
+    description: PCI addresses (DDDD:BB:DD.F) of the GPUs and NICs whose upstream bridges are changed.
+    type: list
+    elements: str
+    required: true
+  clear_mask:
+    description: ACS Control bits to clear (linux pci_regs.h PCI_ACS_*; 0x0c = RR | CR).
+    type: int
+    default: 12
+  virtualized:
+    description: The host is a virtual machine (from discovery); the module then refuses.
+    type: bool
+    default: false
+  sysroot:
+    description: Root under which C(/sys) paths are read.
+    type: path
+    default: /
+"""
+
+EXAMPLES = r"""
+- name: Disable ACS redirect above the rail GPUs and NICs
+  gpufabric.rollout.pcie_acs:
+    endpoints: "{{ gpufabric_topology.rails | map(attribute='gpu_bdf') | list }}"
+    virtualized: "{{ gpufabric_topology.virtualized }}"
+"""
+
+RETURN = r"""
+bridges:
+  description: Per bridge, the ACS Control value before and after (4 hex digits) and whether redirect is still on.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - {bdf: "0000:16:00.0", before: "001d", after: "0011", redirect: false}
+"""
+
+import shutil
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpufabric.rollout.plugins.module_utils._qos import (
+    HostIO,
+    QosError,
+    run_acs,
+    upstream_bridges,
+)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            endpoints=dict(type="list", elements="str", required=True),
+            clear_mask=dict(type="int", default=12),
+            virtualized=dict(type="bool", default=False),
+            sysroot=dict(type="path", default="/"),
+        ),
+        supports_check_mode=True,
+    )
+    result = dict(changed=False, bridges=[])
+    error = None
+    if module.params["virtualized"]:
+        error = (
+            "refusing to disable ACS redirect on a virtual machine: the hypervisor relies on ACS for "
+            "isolation; enable ATS on the NIC instead"
+        )
+    elif not 0 < module.params["clear_mask"] <= 0x7F:
+        error = f"clear_mask must be in 1..0x7f, got {module.params['clear_mask']}"
+    else:
+        io = HostIO(
+            run=lambda argv: module.run_command(argv, environ_update={"LC_ALL": "C"}),
+            which=lambda name: module.get_bin_path(name) or shutil.which(name),
+            sysroot=module.params["sysroot"],
+        )
+        try:
+            if not io.which("setpci"):
+                raise QosError("setpci (pciutils) is not installed")
+            bridges = upstream_bridges(io, module.params["endpoints"])
+            out = run_acs(bridges, module.params["clear_mask"], io, module.check_mode)
+            result.update(changed=out["changed"], bridges=out["bridges"])
+            result["diff"] = dict(
+                before={b["bdf"]: b["before"] for b in out["bridges"]},
+                after={b["bdf"]: b["after"] for b in out["bridges"]},
+            )
+        except (QosError, OSError) as exc:
+            error = str(exc)
+    if error is not None:
+        module.fail_json(msg=error, **result)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
