@@ -85,17 +85,20 @@ def _rail_port(nic: Optional[Mapping[str, Any]], netdev: Optional[str]) -> Optio
 
 
 def rails_in_order(topology: Mapping[str, Any]) -> List[Mapping[str, Any]]:
+    """One entry per rail NIC, in rail order.
+
+    ``gpufabric_topology.rails`` has one entry per GPU; GPUs that share a NIC (a 2-GPU VM with one
+    NIC, or two GPUs per switch) repeat it. NCCL_IB_HCA lists each NIC once.
+    """
     rails = list(topology.get("rails") or [])
     if not rails:
         raise NcclPlanError("gpufabric_topology.rails: no rails were discovered, NCCL_IB_HCA cannot be planned")
-    seen = set()
-    for rail in rails:
+    by_nic: Dict[str, Mapping[str, Any]] = {}
+    for rail in sorted(rails, key=lambda item: (item.get("rail", 0), str(item.get("gpu", "")))):
         if not rail.get("nic"):
             raise NcclPlanError("gpufabric_topology.rails: rail {!r} has no nic".format(rail.get("rail")))
-        if rail["nic"] in seen:
-            raise NcclPlanError("gpufabric_topology.rails: NIC {} serves more than one rail".format(rail["nic"]))
-        seen.add(rail["nic"])
-    return sorted(rails, key=lambda rail: rail.get("rail", 0))
+        by_nic.setdefault(rail["nic"], rail)
+    return list(by_nic.values())
 
 
 def ib_hca(topology: Mapping[str, Any]) -> str:

@@ -46,9 +46,10 @@ def test_plan_refused(name):
     assert case["error"] in str(info.value)
 
 
-def test_planned_hca_matches_discovery_summary():
+@pytest.mark.parametrize("name", ["dgx-8rail.yml", "shared-nic.yml"])
+def test_planned_hca_matches_discovery_summary(name):
     """The rail-ordered HCA list equals the one topology_facts summarises in nccl.ib_hca."""
-    topology = yaml.safe_load((FIXTURES / "dgx-8rail.yml").read_text())
+    topology = yaml.safe_load((FIXTURES / name).read_text())
     assert _nccl.ib_hca(topology) == topology["nccl"]["ib_hca"]
 
 
