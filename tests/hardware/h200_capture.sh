@@ -4,7 +4,7 @@
 # Usage (repo root, wheels for ansible-core in WHEELS): tests/hardware/h200_capture.sh OUTDIR WHEELS
 set -euo pipefail
 out="${1:?OUTDIR}"; wheels="${2:?WHEELS}"
-export NCCL_NVLS_ENABLE=0 LC_ALL=C
+export NCCL_NVLS_ENABLE=0 LC_ALL=C.UTF-8 LANG=C.UTF-8
 mkdir -p "${out}"
 deps="$(mktemp -d)"
 python3 -m pip install -q --no-index --no-deps --target "${deps}" "${wheels}"/*.whl
