@@ -1,0 +1,71 @@
+"""doca_ofed_facts.gather() over small sysfs trees (layout: /sys/module/<name>/, /sys/class/infiniband/<dev>)
+with ofed_info / dkms output replayed from fixtures/."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ansible_collections.gpufabric.rollout.plugins.modules import doca_ofed_facts
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+class FakeRunner:
+    def __init__(self, outputs):
+        self.outputs = outputs
+        self.calls = []
+
+    def output(self, name, args):
+        self.calls.append([name, *args])
+        return self.outputs.get(name)
+
+
+def _tree(root: Path, modules=(), ib_devices=(), mlx5_version=None):
+    for name in modules:
+        (root / "sys/module" / name).mkdir(parents=True, exist_ok=True)
+    for dev in ib_devices:
+        (root / "sys/class/infiniband" / dev).mkdir(parents=True, exist_ok=True)
+    if mlx5_version:
+        (root / "sys/module/mlx5_core").mkdir(parents=True, exist_ok=True)
+        (root / "sys/module/mlx5_core/version").write_text(mlx5_version + "\n")
+    return str(root)
+
+
+@pytest.mark.parametrize(
+    ("tree", "ofed_info", "installed", "kind", "loaded", "loaded_release"),
+    [
+        ({}, None, {}, "none", "none", None),
+        ({"ib_devices": ["mlx5_0", "mlx5_1"]}, None, {}, "inbox", "inbox", None),
+        ({"modules": ["ib_core", "mlx5_core"]}, None, {"ibverbs-utils": "44.0-2"}, "inbox", "inbox", None),
+        (
+            {"modules": ["ib_core", "mlx_compat"], "mlx5_version": "24.10-1.1.4"},
+            "doca-2.9.1.txt",
+            {"doca-ofed": "2.9.1-0.1.4", "mlnx-ofed-kernel-dkms": "24.10.OFED.24.10.1.1.4.1-1"},
+            "doca_ofed",
+            "ofed",
+            "24.10-1.1.4",
+        ),
+        (
+            {"modules": ["ib_core", "mlx_compat"], "mlx5_version": "23.07-0.5.1"},
+            "mlnx-ofed-23.07.txt",
+            {"mlnx-ofed-kernel-dkms": "23.07.OFED.23.07.0.5.1.1-1"},
+            "mlnx_ofed",
+            "ofed",
+            "23.07-0.5.1",
+        ),
+    ],
+)
+def test_gather(tmp_path, tree, ofed_info, installed, kind, loaded, loaded_release):
+    runner = FakeRunner(
+        {
+            "ofed_info": (FIXTURES / "ofed_info" / ofed_info).read_text() if ofed_info else None,
+            "dkms": (FIXTURES / "dkms" / "dkms3.txt").read_text(),
+        }
+    )
+    facts = doca_ofed_facts.gather(_tree(tmp_path, **tree), installed, runner)
+    assert (facts["kind"], facts["loaded"], facts["loaded_release"]) == (kind, loaded, loaded_release)
+    assert ["ofed_info", "-s"] in runner.calls and ["dkms", "status"] in runner.calls
+    assert [e["module"] for e in facts["dkms"]] == ["mlnx-nfsrdma", "mlnx-ofed-kernel", "nvidia"]
+    assert facts["modules"]["rdma_devices"] == sorted(tree.get("ib_devices", []))
