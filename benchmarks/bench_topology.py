@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """Benchmark: topology discovery on the 8-GPU/10-NIC snapshot (dgx-h200-8x8@1).
 
 Times what gpufabric.rollout.topology_facts does inside the module (read the nvidia-smi matrix
@@ -69,10 +69,10 @@ def main() -> int:
         t = time.perf_counter()
         snapshots.materialize(SNAPSHOT, tmp)
         build_s = time.perf_counter() - t
-        files = sum(len(f) for _, _, f in os.walk(tmp))
+        files = sum(len(names) for _dirpath, _dirs, names in os.walk(tmp))
         inside_module(tmp)  # warm the page cache
-        inside = [inside_module(tmp) for _ in range(ROUNDS)]
-        whole = [whole_module(tmp) for _ in range(3)]
+        inside = [inside_module(tmp) for _round in range(ROUNDS)]
+        whole = [whole_module(tmp) for _round in range(3)]
     print(f"snapshot {SNAPSHOT}: {files} files, materialized in {build_s:.3f} s")
     print(
         f"discovery inside the module ({ROUNDS} rounds): median {statistics.median(inside) * 1000:.1f} ms, "

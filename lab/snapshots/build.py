@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """Build hardware snapshots (sysroots) for the lab and the unit tests.
 
 Usage:
@@ -232,7 +232,7 @@ class _Builder:
 
     def ipv4(self, addr: str) -> str:
         """Templates: 'rail:R' -> 10.R.N.1, 'storage:S' -> 172.16.S.N, else literal."""
-        kind, _, val = addr.partition(":")
+        kind, _sep, val = addr.partition(":")
         if kind == "rail":
             return f"10.{int(val)}.{self.node}.1"
         if kind == "storage":
@@ -433,7 +433,7 @@ class _Builder:
             w.link(f"sys/class/net/{vname}", vd)
             entries += [(ll, "IB/RoCE v1", vname), (ll, "RoCE v2", vname)]
         for addr in port.get("ipv4", []):
-            ip, _, ndev = addr.partition("@")
+            ip, _sep, ndev = addr.partition("@")
             ndev = ndev or netdev
             octets = [int(o) for o in self.ipv4(ip).split(".")]
             gid = "0000:0000:0000:0000:0000:ffff:{:02x}{:02x}:{:02x}{:02x}".format(*octets)
@@ -461,7 +461,7 @@ def _ranges(ids: List[int]) -> str:
 
 def _split_link(text: str) -> Tuple[str, str]:
     """'32.0 GT/s PCIe x16' -> ('32.0 GT/s PCIe', '16'); 'Unknown x0' -> ('Unknown', '0')."""
-    speed, _, width = text.rpartition(" x")
+    speed, _sep, width = text.rpartition(" x")
     return speed, width
 
 
@@ -541,7 +541,7 @@ def _add(tf: tarfile.TarFile, full: str, arcname: str) -> None:
 
 
 def build(name: str, output: str) -> None:
-    layout, _ = parse_name(name)
+    layout = parse_name(name)[0]
     if layout in REAL_CAPTURES and "@" not in name:
         shutil.copyfile(REAL_CAPTURES[layout], output)
         return
@@ -551,7 +551,7 @@ def build(name: str, output: str) -> None:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     ap.add_argument("name", nargs="?", help="snapshot name, e.g. dgx-h200-8x8@2")
     ap.add_argument("output", nargs="?", help="output .tar.gz")
     ap.add_argument("--list", action="store_true", help="list the known snapshot names")

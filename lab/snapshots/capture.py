@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """Capture the sysfs/procfs subset that topology discovery reads, into a sysroot tarball.
 
 Run on a live node (as root, so PCI config spaces are read in full), normally through

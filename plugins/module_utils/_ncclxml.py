@@ -183,7 +183,7 @@ def render_nccl_topo_xml(facts: Dict[str, Any]) -> str:
             sort(s)
 
     system = _Node("system", [("version", "1")])
-    for numaid in sorted(cpus, key=lambda x: int(x)):
+    for numaid in sorted(cpus, key=int):
         system.subs.append(cpus[numaid])
     sort(system)
     out: List[str] = []

@@ -120,7 +120,7 @@ class Sysroot:
             return self.real(rel, _hops)
         if rel in self._dirs:
             return self._dirs[rel]
-        head, _, tail = rel.rpartition("/")
+        head, _sep, tail = rel.rpartition("/")
         base = self.real(head, _hops) if head else ""
         if base is None:
             return None
@@ -147,7 +147,7 @@ class Sysroot:
     def _file(self, rel: str) -> str:
         """Path of an attribute file: its directory resolved in-root; sysfs attribute files
         themselves are regular files, so the last component is not looked at."""
-        head, _, tail = rel.strip("/").rpartition("/")
+        head, _sep, tail = rel.strip("/").rpartition("/")
         base = self.real(head) if head else ""
         return os.path.join(self.root, base or "", tail) if base is not None else os.path.join(self.root, rel)
 
@@ -175,13 +175,13 @@ class Sysroot:
         return os.path.isdir(self.abspath(rel))
 
     def exists(self, rel: str) -> bool:
-        head, _, tail = rel.strip("/").rpartition("/")
+        head, _sep, tail = rel.strip("/").rpartition("/")
         parent = self.real(head) if head else ""
         return parent is not None and os.path.lexists(os.path.join(self.root, parent, tail))
 
     def link_name(self, rel: str) -> Optional[str]:
         """Basename of a symlink's target (e.g. a bound driver), or None."""
-        head, _, tail = rel.strip("/").rpartition("/")
+        head, _sep, tail = rel.strip("/").rpartition("/")
         parent = self.real(head) if head else ""
         if parent is None:
             return None
@@ -645,7 +645,7 @@ def _cpuinfo(sr: Sysroot) -> Dict[str, Any]:
         "hypervisor": False,
     }
     for line in text.splitlines():
-        key, _, val = line.partition(":")
+        key, _sep, val = line.partition(":")
         key = key.strip()
         val = val.strip()
         if key == "vendor_id" and info["vendor"] is None:
@@ -942,7 +942,7 @@ def discover(sysroot: str, topo_text: Optional[str] = None, storage_nics: Option
             nd = scan.pci[n["bdf"]]
             if _RANK[gpu_nic[g["name"]][n["rdma_device"]]] > _RANK["PXB"]:
                 continue
-            brs, _ = path_bridges(scan, gd, nd)
+            brs, _depth = path_bridges(scan, gd, nd)
             for b in brs:
                 bd = scan.pci.get(b)
                 if bd and bd.port_type != "root_port" and bd.acs_ctl is not None and bd.acs_ctl & (ACS_RR | ACS_CR):

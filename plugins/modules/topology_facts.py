@@ -24,7 +24,7 @@ description:
     RoCE v2 GID missing, degraded PCIe link).
   - Changes nothing.
 author:
-  - gpufabric.rollout contributors
+  - gpufabric.rollout contributors (@gpufabric)
 options:
   sysroot:
     description:
@@ -65,6 +65,7 @@ attributes:
     description: Nothing is changed, so there is no diff.
   platform:
     platforms: posix
+    support: full
     description: Linux hosts (sysfs); any host for an unpacked snapshot.
   facts:
     support: full

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """Compare gpufabric.rollout topology discovery with nvidia-smi and NCCL on a real GPU server.
 
     python3 tests/hardware/compare_topology.py --facts DIR/topology.json --xml DIR/nccl-topo.xml \\
@@ -98,7 +98,7 @@ def main() -> int:
     )
     # discovery time on this machine, in-process, as the module runs it
     times = []
-    for _ in range(10):
+    for _round in range(10):
         t = time.perf_counter()
         _topology.discover("/", smi("topo", "-m"))
         times.append(time.perf_counter() - t)

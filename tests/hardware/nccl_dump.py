@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """Run a tiny NCCL all-reduce over every local GPU so NCCL writes its topology XML.
 
     NCCL_TOPO_DUMP_FILE=/tmp/nccl-topo.xml python3 tests/hardware/nccl_dump.py
@@ -24,7 +24,7 @@ def worker(rank: int, world: int) -> None:
     dist.all_reduce(x)
     torch.cuda.synchronize()
     t = time.time()
-    for _ in range(10):
+    for _round in range(10):
         dist.all_reduce(x)
     torch.cuda.synchronize()
     dt = (time.time() - t) / 10
