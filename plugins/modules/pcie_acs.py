@@ -19,7 +19,7 @@ description:
   - Refuses to run on a virtual machine, where ACS must stay enabled.
   - The setting is lost at reboot; the C(roce) role's boot service re-applies it.
 author:
-  - gpufabric.rollout contributors
+  - gpufabric.rollout contributors (@gpufabric)
 attributes:
   check_mode:
     support: full

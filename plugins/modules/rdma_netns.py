@@ -15,7 +15,7 @@ description:
     modprobe.d file (C(1) = shared, C(0) = exclusive).
   - The RDMA shared device plugin needs shared mode; SR-IOV with rdma-cni needs exclusive mode.
 author:
-  - gpufabric.rollout contributors
+  - gpufabric.rollout contributors (@gpufabric)
 attributes:
   check_mode:
     support: full

@@ -23,7 +23,7 @@ description:
   - The input is one entry of the plan built by the P(gpufabric.rollout.roce_plan#filter) filter; the
     boot-time re-apply script of the C(roce) role runs the same engine on the same plan.
 author:
-  - gpufabric.rollout contributors
+  - gpufabric.rollout contributors (@gpufabric)
 attributes:
   check_mode:
     support: full

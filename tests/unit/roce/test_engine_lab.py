@@ -82,7 +82,7 @@ def make_lab(flavour, tmp_path, pristine):
     env = dict(os.environ, GPUFABRIC_LAB_SYSROOT=sysroot, LC_ALL="C")
 
     def run(argv):
-        proc = subprocess.run([str(bindir / argv[0]), *argv[1:]], capture_output=True, text=True, env=env)
+        proc = subprocess.run([str(bindir / argv[0]), *argv[1:]], capture_output=True, text=True, env=env, check=False)
         return proc.returncode, proc.stdout, proc.stderr
 
     io = _qos.HostIO(run=run, which=lambda name: shutil.which(name, path=str(bindir)), sysroot=sysroot)
@@ -134,7 +134,7 @@ def test_apply_is_honest_in_check_mode_then_idempotent(lab):
 def test_check_mode_changes_nothing(lab):
     _flavour, io, topology = lab
     plan = _qos.build_plan(FABRIC, {}, topology, sysroot=io.sysroot)
-    for _ in range(2):
+    for _attempt in range(2):
         result = _qos.run_plan_interfaces(plan["interfaces"][:1], "auto", io, check_mode=True)
         assert result["changed"] is True
 

@@ -1,9 +1,8 @@
-#!/usr/bin/python3
 # Copyright: (c) 2026, gpufabric.rollout contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Re-apply the lossless RoCE plan at boot and log drift (installed by the gpufabric.rollout roce role).
 
-Usage: gpufabric-roce-apply [--check] [PLAN]   (default PLAN: /etc/gpufabric/roce/plan.json)
+Usage: python3 /usr/local/lib/gpufabric/roce_apply.py [--check] [PLAN]   (default PLAN: /etc/gpufabric/roce/plan.json)
 
 Runs the same engine as the roce_qos/pcie_acs modules (gpufabric_qos.py, a copy of the
 collection's plugins/module_utils/_qos.py) on the same plan the role applied: read, diff, apply
