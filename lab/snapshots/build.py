@@ -485,6 +485,8 @@ def materialize(name: str, dest_dir: str) -> str:
     layout, node = parse_name(name)
     os.makedirs(dest_dir, exist_ok=True)
     if layout in REAL_CAPTURES:
+        if "@" in name:
+            raise SnapshotError(f"{layout!r} is a real capture; it has no @N node variants")
         tarball = REAL_CAPTURES[layout]
         if not os.path.isfile(tarball):
             raise SnapshotError(f"the real capture {layout!r} is not present ({os.path.relpath(tarball, HERE)})")

@@ -24,6 +24,11 @@ def test_invalid_names(snapshots, name):
         snapshots.parse_name(name)
 
 
+def test_real_capture_has_no_node_variants(snapshots, tmp_path):
+    with pytest.raises(snapshots.SnapshotError, match="no @N node variants"):
+        snapshots.materialize("h200-real@2", str(tmp_path))
+
+
 def test_unknown_layout(snapshots, tmp_path):
     with pytest.raises(snapshots.SnapshotError, match="unknown snapshot"):
         snapshots.materialize("dgx-b300-8x8", str(tmp_path))
