@@ -206,8 +206,8 @@ def _dpkg_cmp_part(left: str, right: str) -> int:
 
 
 def _split_version(version: str):
-    epoch, _, rest = version.rpartition(":") if ":" in version else ("0", "", version)
-    upstream, _, revision = rest.rpartition("-") if "-" in rest else (rest, "", "0")
+    epoch, _sep, rest = version.rpartition(":") if ":" in version else ("0", "", version)
+    upstream, _sep, revision = rest.rpartition("-") if "-" in rest else (rest, "", "0")
     return int(epoch or 0), upstream, revision
 
 
@@ -259,7 +259,7 @@ def parse_packages_index(text: str) -> Dict[str, List[str]]:
         for line in stanza.splitlines():
             if not line or line[0] in " \t#" or ":" not in line:
                 continue
-            key, _, value = line.partition(":")
+            key, _sep, value = line.partition(":")
             fields[key.strip().lower()] = value.strip()
         if "package" in fields and "version" in fields:
             found.setdefault(fields["package"], []).append(fields["version"])
@@ -274,7 +274,7 @@ def parse_packages_depends(text: str, prefix: str = "doca-") -> Dict[str, Dict[s
         for line in stanza.splitlines():
             if not line or line[0] in " \t#" or ":" not in line:
                 continue
-            key, _, value = line.partition(":")
+            key, _sep, value = line.partition(":")
             fields[key.strip().lower()] = value.strip()
         name = fields.get("package", "")
         if name.startswith(prefix) and "version" in fields:
@@ -359,11 +359,11 @@ def parse_dkms_status(text: str) -> List[Dict[str, str]]:
         line = line.strip()
         if not line or ":" not in line:
             continue
-        head, _, state = line.rpartition(":")
+        head, _sep, state = line.rpartition(":")
         state = state.strip()
         parts = [p.strip() for p in head.split(",")]
         if "/" in parts[0]:
-            module, _, version = parts[0].partition("/")
+            module, _sep, version = parts[0].partition("/")
             rest = parts[1:]
         elif len(parts) >= 2:
             module, version = parts[0], parts[1]

@@ -63,8 +63,9 @@ def traffic_class(fabric: Mapping[str, Any]) -> int:
     tos = fabric.get("roce_tos")
     if tos is not None and tos != tclass:
         raise NcclPlanError(
-            "gpufabric_fabric.roce_tos: {!r} disagrees with data_dscp {} (expected {} = {} << 2 | {})".format(
-                tos, dscp, tclass, dscp, "ECT(0)" if fabric.get("ecn", True) else "0"
+            "gpufabric_fabric.roce_tos: {tos!r} disagrees with data_dscp {dscp} "
+            "(expected {tc} = {dscp} << 2 | {ecn})".format(
+                tos=tos, dscp=dscp, tc=tclass, ecn="ECT(0)" if fabric.get("ecn", True) else "0"
             )
         )
     return tclass

@@ -31,12 +31,13 @@ attributes:
     description: Nothing changes, so there is no diff.
   platform:
     platforms: posix
+    support: full
     description: Linux hosts.
   facts:
     support: full
     description: Returns C(ansible_facts.gpufabric_doca).
 author:
-  - gpufabric.rollout contributors
+  - gpufabric.rollout contributors (@gpufabric)
 """
 
 EXAMPLES = r"""

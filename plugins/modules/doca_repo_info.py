@@ -41,9 +41,10 @@ attributes:
     description: Nothing changes, so there is no diff.
   platform:
     platforms: posix
+    support: full
     description: Any host that can reach the repository.
 author:
-  - gpufabric.rollout contributors
+  - gpufabric.rollout contributors (@gpufabric)
 """
 
 EXAMPLES = r"""
