@@ -18,14 +18,14 @@ import sys
 
 sys.path.insert(0, "/usr/local/lib/gpufabric")
 
-import gpufabric_qos as qos  # noqa: E402
+import gpufabric_qos as qos
 
 SBIN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 def run(argv):
     env = dict(os.environ, LC_ALL="C", PATH=SBIN_PATH)
-    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, env=env)
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
     return proc.returncode, proc.stdout, proc.stderr
 
 
