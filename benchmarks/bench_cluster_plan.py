@@ -39,7 +39,7 @@ def main() -> int:
         print(f"run {run + 1}: {times[-1]:.3f} s")
     tracemalloc.start()
     plan_cluster(INTENT, nodes, CIDRS, FABRIC, "2.27.3")
-    _, peak = tracemalloc.get_traced_memory()
+    peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     objects = sum(len(v) for v in plan["objects"].values())
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # ru_maxrss is KiB on Linux

@@ -29,6 +29,7 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils._ipplan import (
     find_overlaps,
     network,
     prefix_for_block,
+    require_netaddr,
     width,
 )
 
@@ -294,7 +295,7 @@ def _address_plan(cfg: Dict[str, Any], specs: List[Dict[str, Any]], cluster_cidr
                 )
             )
         supernet = network(cfg["supernet"], "gpufabric_rails.supernet")
-        avoid = [n for _, n in reserved] + [s["_net"] for s in explicit]
+        avoid = [net for _name, net in reserved] + [s["_net"] for s in explicit]
         for spec, net in zip(
             missing, carve(supernet, int(cfg["rail_prefix"]), len(missing), avoid, "gpufabric_rails.supernet")
         ):
@@ -302,7 +303,7 @@ def _address_plan(cfg: Dict[str, Any], specs: List[Dict[str, Any]], cluster_cidr
     named = [("rail {} {}".format(s["name"], s["_net"]), s["_net"]) for s in specs] + reserved
     clashes = find_overlaps(named)
     if clashes:
-        a, _, b, _ = clashes[0]
+        a, _net_a, b, _net_b = clashes[0]
         more = "" if len(clashes) == 1 else " (and %d more overlapping pairs)" % (len(clashes) - 1)
         raise ClusterPlanError(f"overlapping subnets: {a} overlaps {b}{more}")
     for spec in specs:
@@ -660,6 +661,10 @@ def plan_cluster(
     components: Optional[Dict[str, Any]] = None,
 ) -> Dict[str, Any]:
     """Plan the cluster side; see the module docstring. `nodes` maps node name -> gpufabric_topology facts."""
+    try:
+        require_netaddr()
+    except IPPlanError as exc:
+        raise ClusterPlanError(str(exc)) from None
     cfg = normalize_intent(intent)
     fabric = dict(fabric or {})
     components = dict(components or {})

@@ -12,15 +12,31 @@ from __future__ import annotations
 
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
-from netaddr import AddrFormatError, IPAddress, IPNetwork
+try:
+    from netaddr import AddrFormatError, IPAddress, IPNetwork
+
+    HAS_NETADDR = True
+except ImportError:  # netaddr is a controller requirement (requirements.txt); say so instead of a traceback
+    HAS_NETADDR = False
+
+    class AddrFormatError(Exception):  # type: ignore[no-redef]
+        """Stand-in so the except clauses stay valid without netaddr."""
+
+    IPAddress = IPNetwork = None  # type: ignore[assignment,misc]
 
 
 class IPPlanError(ValueError):
     """The intent cannot be turned into an address plan; the message says why."""
 
 
+def require_netaddr() -> None:
+    if not HAS_NETADDR:
+        raise IPPlanError("the netaddr Python package is required on the Ansible controller (pip install netaddr)")
+
+
 def network(value: str, what: str) -> IPNetwork:
     """Parse a CIDR strictly (host bits must be zero)."""
+    require_netaddr()
     try:
         net = IPNetwork(str(value))
     except (AddrFormatError, ValueError, TypeError) as exc:

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Materialise lab hardware snapshots (lab/snapshots/build.py) as sysroots: materialize.py REPO DEST NAME..."""
 
 from __future__ import annotations
@@ -10,7 +9,9 @@ import sys
 
 def main(argv) -> int:
     repo, dest, names = argv[1], argv[2], argv[3:]
-    spec = importlib.util.spec_from_file_location("gpufabric_snapshots_build", os.path.join(repo, "lab", "snapshots", "build.py"))
+    spec = importlib.util.spec_from_file_location(
+        "gpufabric_snapshots_build", os.path.join(repo, "lab", "snapshots", "build.py")
+    )
     build = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(build)
     for name in names:

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Play the NVIDIA Network Operator against the lab API double: set status.state of every
 NicClusterPolicy and NicNodePolicy to the state named in a mode file (ready | notReady).
 
@@ -29,8 +28,9 @@ def _server(kubeconfig: str):
 
 def _call(server, token, method, path, body=None, ctype="application/json"):
     data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(server + path, data=data, method=method,
-                                 headers={"Authorization": "Bearer " + token, "Content-Type": ctype})
+    req = urllib.request.Request(
+        server + path, data=data, method=method, headers={"Authorization": "Bearer " + token, "Content-Type": ctype}
+    )
     with urllib.request.urlopen(req, timeout=5) as resp:
         return json.loads(resp.read() or b"{}")
 
@@ -50,8 +50,14 @@ def sync(server: str, token: str, state: str) -> int:
                 "reason": "" if state == "ready" else "lab: operator held not ready",
                 "appliedStates": [{"name": "state-rdma-device-plugin", "state": state}],
             }
-            _call(server, token, "PATCH", BASE + plural + "/" + obj["metadata"]["name"] + "/status",
-                  {"status": status}, "application/merge-patch+json")
+            _call(
+                server,
+                token,
+                "PATCH",
+                BASE + plural + "/" + obj["metadata"]["name"] + "/status",
+                {"status": status},
+                "application/merge-patch+json",
+            )
             changed += 1
     return changed
 
@@ -65,7 +71,7 @@ def main(argv) -> int:
                 state = fh.read().strip() or "ready"
             sync(server, token, state)
         except (OSError, urllib.error.URLError, ValueError) as exc:
-            print("play_operator: %s" % exc, file=sys.stderr, flush=True)
+            print(f"play_operator: {exc}", file=sys.stderr, flush=True)
         if "--once" in argv:
             return 0
         time.sleep(0.5)

@@ -34,7 +34,7 @@ def _all(plan):
 
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
 def test_every_object_validates(case, dgx, mixed):
-    _, plan = _plan(case, dgx, mixed)
+    plan = _plan(case, dgx, mixed)[1]
     checked = {validate(o) for o in _all(plan)}
     assert "core" in checked  # the NCCL ConfigMaps
     assert ("crd" in checked) == bool(_SCHEMAS)

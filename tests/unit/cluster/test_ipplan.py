@@ -24,7 +24,7 @@ def test_carve(case):
 @pytest.mark.parametrize("case", CASES["overlaps"])
 def test_find_overlaps(case):
     nets = [(str(i), IPNetwork(n)) for i, n in enumerate(case["nets"])]
-    got = [[int(a), int(b)] for a, _, b, _ in _ipplan.find_overlaps(nets)]
+    got = [[int(a), int(b)] for a, _net_a, b, _net_b in _ipplan.find_overlaps(nets)]
     assert got == case["expect"]
 
 
