@@ -16,11 +16,12 @@ import shutil
 import subprocess
 import sys
 
-sys.path.insert(0, "/usr/local/lib/gpufabric")
+sys.path.insert(0, os.environ.get("GPUFABRIC_ROCE_LIB", "/usr/local/lib/gpufabric"))
 
 import gpufabric_qos as qos
 
-SBIN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# Tools are looked up on the usual sbin/bin path (tests point GPUFABRIC_ROCE_PATH elsewhere).
+SBIN_PATH = os.environ.get("GPUFABRIC_ROCE_PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
 
 
 def run(argv):

@@ -8,6 +8,7 @@ through lab/simulators/{mlnx_qos,dcb,setpci} as subprocesses, exactly as on a la
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import shutil
 import subprocess
@@ -220,3 +221,41 @@ def test_backend_choice_follows_installed_tools(lab):
         assert _qos.choose_backend("auto", io) == "dcb"
         with pytest.raises(_qos.QosError, match="mlnx_qos requested"):
             _qos.choose_backend("mlnx_qos", io)
+
+
+def test_boot_script_reapplies_the_plan_and_logs_drift(mofed_lab, tmp_path):
+    """roles/roce/files/roce_apply.py (what gpufabric-roce.service runs) on a plan file."""
+    _flavour, io, topology = mofed_lab
+    plan = _qos.build_plan(FABRIC, {"disable_acs_redirect": True}, dict(topology, rails=[]), sysroot=io.sysroot)
+    plan["interfaces"] = plan["interfaces"][:2]
+    plan["acs"]["endpoints"] = [n["bdf"] for n in topology["nics"]][:1]
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text(json.dumps(plan))
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    shutil.copy(REPO / "plugins/module_utils/_qos.py", lib / "gpufabric_qos.py")
+    env = dict(
+        os.environ,
+        GPUFABRIC_ROCE_LIB=str(lib),
+        GPUFABRIC_ROCE_PATH=f"{tmp_path / 'bin'}:{os.path.dirname(sys.executable)}",
+        GPUFABRIC_LAB_SYSROOT=io.sysroot,
+    )
+    script = str(REPO / "roles/roce/files/roce_apply.py")
+
+    def boot(*args):
+        return subprocess.run(
+            [sys.executable, script, *args, str(plan_file)], capture_output=True, text=True, env=env, check=False
+        )
+
+    dry = boot("--check")
+    assert dry.returncode == 0, dry.stdout + dry.stderr
+    assert "2 interfaces via mlnx_qos, 2 would be re-applied" in dry.stdout
+    first = boot()
+    assert first.returncode == 0, first.stdout + first.stderr
+    drift = [line for line in first.stdout.splitlines() if line.startswith("drift ")]
+    assert any(line.startswith(f"drift {plan['interfaces'][0]['netdev']} trust: 'pcp' -> 'dscp'") for line in drift)
+    assert any(line.startswith("drift acs ") and line.endswith("001d -> 0011") for line in drift)
+    assert "2 interfaces via mlnx_qos, 2 re-applied" in first.stdout
+    again = boot()
+    assert again.returncode == 0 and "drift" not in again.stdout
+    assert "0 re-applied" in again.stdout
