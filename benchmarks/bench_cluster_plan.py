@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Benchmark: cluster networking plan for 4,096 nodes x 8 rails (issue 7: under 10 s and under 1 GB).
 
 Input: the discovered facts of the 8 fixture nodes (tests/unit/cluster/fixtures/topology, discovery
