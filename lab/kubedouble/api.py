@@ -168,6 +168,8 @@ class Api:
             meta["generation"] = 1
         if "status" in rt.subresources and not (rt.plural == "pods" and req.manager == "kube-double-seed"):
             obj.pop("status", None) if rt.custom or rt.has_generation else None
+        if "status" in rt.structs and obj.get("status") is None:
+            obj["status"] = {}
         self._defaults_on_create(rt, obj)
         self._normalise(rt, obj, req)
         managed = ssa.Managed(None)
@@ -224,6 +226,9 @@ class Api:
             )
         obj["apiVersion"] = rt.api_version
         obj["kind"] = rt.kind
+        for struct in rt.structs:
+            if obj.get(struct) is None:
+                obj[struct] = {}
         meta = obj.setdefault("metadata", {})
         if not isinstance(meta, dict):
             raise ApiError(400, "metadata must be an object")

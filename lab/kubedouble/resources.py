@@ -24,6 +24,9 @@ class ResourceType:
     custom: bool = False
     crd_name: str = ""
     scale_paths: Optional[Dict[str, str]] = None  # CRD scale subresource paths
+    # Go structs the real server always serialises, even when empty ("spec": {}): typed
+    # clients (kubernetes.core's k8s_drain reads node.spec.unschedulable) rely on them.
+    structs: Tuple[str, ...] = ()
 
     @property
     def api_version(self) -> str:
@@ -194,6 +197,34 @@ def list_merge_key(field_name: str, items: List[Any]) -> Optional[str]:
                 return "containerPort"
         return "port"
     return MERGE_KEYS.get(field_name)
+
+
+SPEC_STATUS = ("spec", "status")
+STRUCTS = {
+    ("", "namespaces"): SPEC_STATUS,
+    ("", "nodes"): SPEC_STATUS,
+    ("", "pods"): SPEC_STATUS,
+    ("", "services"): SPEC_STATUS,
+    ("", "persistentvolumes"): SPEC_STATUS,
+    ("", "persistentvolumeclaims"): SPEC_STATUS,
+    ("", "resourcequotas"): SPEC_STATUS,
+    ("", "limitranges"): ("spec",),
+    ("apps", "deployments"): SPEC_STATUS,
+    ("apps", "daemonsets"): SPEC_STATUS,
+    ("apps", "statefulsets"): SPEC_STATUS,
+    ("apps", "replicasets"): SPEC_STATUS,
+    ("batch", "jobs"): SPEC_STATUS,
+    ("batch", "cronjobs"): SPEC_STATUS,
+    ("policy", "poddisruptionbudgets"): SPEC_STATUS,
+    ("coordination.k8s.io", "leases"): ("spec",),
+    ("networking.k8s.io", "networkpolicies"): ("spec",),
+    ("storage.k8s.io", "csidrivers"): ("spec",),
+    ("storage.k8s.io", "csinodes"): ("spec",),
+    ("storage.k8s.io", "volumeattachments"): SPEC_STATUS,
+    ("apiextensions.k8s.io", "customresourcedefinitions"): SPEC_STATUS,
+}
+for _rt in BUILTIN:
+    _rt.structs = STRUCTS.get((_rt.group, _rt.plural), ())
 
 
 class Registry:

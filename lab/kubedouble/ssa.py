@@ -43,7 +43,8 @@ def fieldset(obj: Dict[str, Any], policy: ListPolicy, include_status: bool) -> S
 
 
 def _collect(value: Any, path: Path, names: Tuple[str, ...], policy: ListPolicy, out: Set[Path]) -> None:
-    if isinstance(value, dict) and value:
+    if isinstance(value, dict):
+        # An empty map owns nothing (the server always emits empty spec/status structs).
         for key, child in value.items():
             _collect(child, (*path, "f:" + key), (*names, key), policy, out)
         return

@@ -63,17 +63,22 @@ def start_double(state_dir: Path, seeds: List[Path], extra: List[str] = ()) -> D
         cmd += ["--seed", str(seed)]
     log = open(state_dir / "kube.log", "w", encoding="utf-8")  # noqa: SIM115 - lives as long as the process
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, env=env, text=True)
-    line = proc.stdout.readline()
-    if not line:
-        raise RuntimeError("kubedouble did not start: " + (state_dir / "kube.log").read_text())
-    double = Double(proc, json.loads(line)["port"], state_dir)
-    for _ in range(100):
-        try:
-            if double.http("GET", "/readyz")[0] == 200:
-                return double
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError("kubedouble did not answer")
+    try:
+        line = proc.stdout.readline()
+        if not line:
+            raise RuntimeError("kubedouble did not start: " + (state_dir / "kube.log").read_text())
+        double = Double(proc, json.loads(line)["port"], state_dir)
+        for _ in range(100):
+            try:
+                if double.http("GET", "/readyz")[0] == 200:
+                    return double
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("kubedouble did not answer")
+    except BaseException:
+        proc.kill()  # never leave a double behind
+        proc.wait(timeout=10)
+        raise
 
 
 def stop_double(double: Double) -> None:
