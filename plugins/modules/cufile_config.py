@@ -14,7 +14,8 @@ description:
     kept. When nothing is to change the file is not written at all.
   - Missing keys are added after their last sibling with the siblings' indentation; missing sections are created.
   - Dicts merge into the file's objects key by key; lists and scalars replace the value.
-author: gpufabric.rollout contributors
+author:
+  - gpufabric.rollout contributors (@gpufabric)
 options:
   path:
     description: The file to edit.
@@ -61,7 +62,7 @@ options:
         description: Keys for C(fs.beegfs).
         type: dict
   settings:
-    description: Any other keys, as a nested dict from the top of the document (e.g. C({logging: {level: WARN}})).
+    description: 'Any other keys, as a nested dict from the top of the document (e.g. C({logging: {level: WARN}})).'
     type: dict
     default: {}
   create:
@@ -80,6 +81,7 @@ attributes:
     support: full
     description: Returns the old and new text.
   platform:
+    support: full
     platforms: posix
     description: Any host with GDS user space (libcufile) installed.
 """

@@ -15,7 +15,8 @@ description:
   - DMA-BUF needs the open kernel module, kernel 5.12 or newer, CUDA 11.7 or newer and a Turing or newer GPU.
     nvidia-peermem needs MOFED/DOCA-OFED. With O(method=auto) DMA-BUF is preferred, as NVIDIA recommends.
   - Changes nothing. Every /proc and /sys path is read under O(sysroot).
-author: gpufabric.rollout contributors
+author:
+  - gpufabric.rollout contributors (@gpufabric)
 options:
   sysroot:
     description: Root under which C(/proc) and C(/sys) are read (a captured snapshot or a lab node's tree).
@@ -49,6 +50,7 @@ attributes:
     support: none
     description: Nothing changes, so there is no diff.
   platform:
+    support: full
     platforms: posix
     description: Linux hosts with an NVIDIA GPU driver.
 """
