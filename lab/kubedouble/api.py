@@ -606,11 +606,7 @@ class Api:
             return self._present(rt, old)
         orphan = opts.get("propagationPolicy") == "Orphan" or opts.get("orphanDependents") is True
         is_namespace = rt.plural == "namespaces" and not rt.group
-        if (
-            old["metadata"].get("finalizers")
-            or is_namespace
-            or ((old.get("spec") or {}).get("finalizers") and is_namespace)
-        ):
+        if old["metadata"].get("finalizers") or is_namespace:
             if old["metadata"].get("deletionTimestamp"):
                 return self._present(rt, old)
             new = copy.deepcopy(old)
@@ -619,7 +615,6 @@ class Api:
             if is_namespace:
                 new["status"] = {"phase": "Terminating"}
             stored = self.store.put(self.res(rt), new, created=False)
-            self._orphan = orphan
             self._reconcile_terminating()
             current = self.store.get(self.res(rt), ns if rt.namespaced else "", name)
             return self._present(rt, current or stored)
@@ -722,10 +717,10 @@ class Api:
 
     def _after_write(self, rt: ResourceType, stored: Dict[str, Any]) -> None:
         if rt.plural == "customresourcedefinitions" and rt.group == "apiextensions.k8s.io":
+            # Re-register (an update may add versions); a terminating CRD keeps serving until gone.
             self.registry.remove_crd(stored["metadata"]["name"])
-            if not stored["metadata"].get("deletionTimestamp") or True:
-                for t in crd_types(stored):
-                    self.registry.add(t)
+            for t in crd_types(stored):
+                self.registry.add(t)
         for hook in self.on_write:
             hook(rt, stored)
 
