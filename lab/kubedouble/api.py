@@ -169,7 +169,7 @@ class Api:
         if "status" in rt.subresources and not (rt.plural == "pods" and req.manager == "kube-double-seed"):
             obj.pop("status", None) if rt.custom or rt.has_generation else None
         if "status" in rt.structs and obj.get("status") is None:
-            obj["status"] = {}
+            obj["status"] = copy.deepcopy(rt.zero_status)
         self._defaults_on_create(rt, obj)
         self._normalise(rt, obj, req)
         managed = ssa.Managed(None)
@@ -228,7 +228,7 @@ class Api:
         obj["kind"] = rt.kind
         for struct in rt.structs:
             if obj.get(struct) is None:
-                obj[struct] = {}
+                obj[struct] = copy.deepcopy(rt.zero_status) if struct == "status" else {}
         meta = obj.setdefault("metadata", {})
         if not isinstance(meta, dict):
             raise ApiError(400, "metadata must be an object")

@@ -256,7 +256,7 @@ class Controllers:
                 "updateRevision": revision,
                 "collisionCount": 0,
             },
-            ("readyReplicas", "availableReplicas"),
+            ("readyReplicas",),
         )
 
     def _status_daemonsets(self, obj: Dict[str, Any]) -> Dict[str, Any]:

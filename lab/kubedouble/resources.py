@@ -27,6 +27,7 @@ class ResourceType:
     # Go structs the real server always serialises, even when empty ("spec": {}): typed
     # clients (kubernetes.core's k8s_drain reads node.spec.unschedulable) rely on them.
     structs: Tuple[str, ...] = ()
+    zero_status: Dict[str, Any] = field(default_factory=dict)
 
     @property
     def api_version(self) -> str:
@@ -223,8 +224,28 @@ STRUCTS = {
     ("storage.k8s.io", "volumeattachments"): SPEC_STATUS,
     ("apiextensions.k8s.io", "customresourcedefinitions"): SPEC_STATUS,
 }
+# The zero value of status structs whose Go fields lack `omitempty`: the real server emits them
+# (e.g. a new DaemonSet has "numberReady": 0), and strict clients require them.
+ZERO_STATUS: Dict[Tuple[str, str], Dict[str, Any]] = {
+    ("apps", "daemonsets"): {
+        "currentNumberScheduled": 0,
+        "numberMisscheduled": 0,
+        "desiredNumberScheduled": 0,
+        "numberReady": 0,
+    },
+    ("apps", "statefulsets"): {"replicas": 0, "availableReplicas": 0},
+    ("apps", "replicasets"): {"replicas": 0},
+    ("policy", "poddisruptionbudgets"): {
+        "disruptionsAllowed": 0,
+        "currentHealthy": 0,
+        "desiredHealthy": 0,
+        "expectedPods": 0,
+    },
+    ("", "services"): {"loadBalancer": {}},
+}
 for _rt in BUILTIN:
     _rt.structs = STRUCTS.get((_rt.group, _rt.plural), ())
+    _rt.zero_status = ZERO_STATUS.get((_rt.group, _rt.plural), {})
 
 
 class Registry:

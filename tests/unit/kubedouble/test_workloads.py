@@ -160,7 +160,9 @@ def test_eviction_honours_pod_disruption_budget(core, api_client, ns):
             ),
         ),
     )
-    pdb = wait_for(lambda: (b := policy.read_namespaced_pod_disruption_budget("web", ns)).status and b)
+    pdb = wait_for(
+        lambda: (b := policy.read_namespaced_pod_disruption_budget("web", ns)).status.observed_generation and b
+    )
     assert pdb.status.disruptions_allowed == 1 and pdb.status.current_healthy == 2
     eviction = k8s.V1Eviction(metadata=k8s.V1ObjectMeta(name="web-0", namespace=ns))
     core.create_namespaced_pod_eviction("web-0", ns, eviction)
