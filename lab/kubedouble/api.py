@@ -142,7 +142,7 @@ class Api:
         if not meta.get("name"):
             if meta.get("generateName"):
                 meta["name"] = meta["generateName"] + "".join(
-                    random.choice(string.ascii_lowercase + string.digits) for _ in range(5)
+                    random.choice(string.ascii_lowercase + string.digits) for _unused in range(5)
                 )
             else:
                 raise invalid(
@@ -361,7 +361,7 @@ class Api:
             conds.append(cond)
         crd["status"] = {
             "conditions": conds,
-            "acceptedNames": {k: v for k, v in names.items()},
+            "acceptedNames": dict(names),
             "storedVersions": [v["name"] for v in versions if v.get("storage")],
         }
 

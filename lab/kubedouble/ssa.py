@@ -69,7 +69,7 @@ def _collect(value: Any, path: Path, names: Tuple[str, ...], policy: ListPolicy,
 def get(obj: Any, path: Path) -> Any:
     node = obj
     for step in path:
-        kind, _, arg = step.partition(":")
+        kind, _unused, arg = step.partition(":")
         if kind == "f":
             if not isinstance(node, dict) or arg not in node:
                 return MISSING
@@ -95,7 +95,7 @@ def remove(obj: Any, path: Path) -> None:
     parent = get(obj, path[:-1]) if len(path) > 1 else obj
     if parent is MISSING:
         return
-    kind, _, arg = path[-1].partition(":")
+    kind, _unused, arg = path[-1].partition(":")
     if kind == "f" and isinstance(parent, dict):
         parent.pop(arg, None)
     elif kind == "k" and isinstance(parent, list):
@@ -110,7 +110,7 @@ def display(path: Path) -> str:
     """`.spec.containers[name="nginx"].image`, as the server prints conflicting fields."""
     out = ""
     for step in path:
-        kind, _, arg = step.partition(":")
+        kind, _unused, arg = step.partition(":")
         if kind == "f":
             out += "." + arg
         elif kind == "k":

@@ -71,6 +71,7 @@ def kubectl(double: Double):
         proc = subprocess.run(
             [binary, "--kubeconfig", str(double.kubeconfig), *args],
             input=stdin,
+            check=False,
             capture_output=True,
             text=True,
             timeout=60,

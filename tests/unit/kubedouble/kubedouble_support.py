@@ -68,7 +68,7 @@ def start_double(state_dir: Path, seeds: List[Path], extra: List[str] = ()) -> D
         if not line:
             raise RuntimeError("kubedouble did not start: " + (state_dir / "kube.log").read_text())
         double = Double(proc, json.loads(line)["port"], state_dir)
-        for _ in range(100):
+        for _unused in range(100):
             try:
                 if double.http("GET", "/readyz")[0] == 200:
                     return double

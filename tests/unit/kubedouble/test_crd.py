@@ -47,11 +47,11 @@ def test_upstream_crd_registers_and_unregisters(double, path):
         assert entry["namespaced"] is (spec["scope"] == "Namespaced")
         status, groups = double.http("GET", "/apis")
         assert any(g["name"] == spec["group"] for g in groups["groups"])
-    status, _ = double.http("DELETE", f"{CRDS}/{crd['metadata']['name']}")
+    status, _unused = double.http("DELETE", f"{CRDS}/{crd['metadata']['name']}")
     assert status == 200
     gv = f"{spec['group']}/{spec['versions'][0]['name']}"
     wait_for(lambda: spec["names"]["plural"] not in _resource_names(double, gv))
-    status, _ = double.http("GET", f"{CRDS}/{crd['metadata']['name']}")
+    status, _unused = double.http("GET", f"{CRDS}/{crd['metadata']['name']}")
     assert status == 404
 
 
@@ -72,10 +72,10 @@ def test_custom_resource_schema(double, widgets, ns, case):
             assert fragment in body["message"]
         if "fields" in case:
             assert sorted(c["field"] for c in body["details"]["causes"]) == sorted(case["fields"])
-        status, _ = double.http("GET", f"{widgets}/namespaces/{ns}/widgets/case")
+        status, _unused = double.http("GET", f"{widgets}/namespaces/{ns}/widgets/case")
         assert status == 404
     elif "stored" in case:
-        _, got = double.http("GET", f"{widgets}/namespaces/{ns}/widgets/case")
+        _unused, got = double.http("GET", f"{widgets}/namespaces/{ns}/widgets/case")
         assert got["spec"] == case["stored"]
 
 
@@ -117,14 +117,14 @@ def test_status_and_scale_subresources_of_a_custom_resource(double, widgets, ns)
         "spec": {"mode": "rail", "size": 1, "replicas": 1},
         "status": {"state": "ignored"},
     }
-    _, created = double.http("POST", path, obj)
+    _unused, created = double.http("POST", path, obj)
     assert "status" not in created  # status is reset on create when the subresource is on
     status, body = double.http(
         "PATCH", path + "/s/status", {"status": {"state": "Ready", "replicas": 1}}, "application/merge-patch+json"
     )
     assert status == 200 and body["status"] == {"state": "Ready", "replicas": 1}
     assert body["metadata"]["generation"] == 1
-    _, body = double.http(
+    _unused, body = double.http(
         "PATCH", path + "/s", {"spec": {"size": 3}, "status": {"state": "x"}}, "application/merge-patch+json"
     )
     assert body["status"]["state"] == "Ready" and body["metadata"]["generation"] == 2
@@ -132,7 +132,7 @@ def test_status_and_scale_subresources_of_a_custom_resource(double, widgets, ns)
     assert status == 200 and scale["kind"] == "Scale" and scale["spec"]["replicas"] == 1
     status, scale = double.http("PATCH", path + "/s/scale", {"spec": {"replicas": 4}}, "application/merge-patch+json")
     assert scale["spec"]["replicas"] == 4
-    _, got = double.http("GET", path + "/s")
+    _unused, got = double.http("GET", path + "/s")
     assert got["spec"]["replicas"] == 4
 
 

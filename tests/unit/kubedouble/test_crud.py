@@ -203,7 +203,7 @@ def test_dry_run_persists_nothing(core, ns):
 
 
 def test_cluster_scoped_ignores_namespace_path(double):
-    status, _ = double.http("GET", "/api/v1/namespaces/default/nodes/seed-gpu-a")
+    status, _unused = double.http("GET", "/api/v1/namespaces/default/nodes/seed-gpu-a")
     assert status == 404
     status, body = double.http("GET", "/api/v1/nodes/seed-gpu-a")
     assert status == 200 and body["kind"] == "Node"

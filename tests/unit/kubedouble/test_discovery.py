@@ -62,10 +62,10 @@ def test_builtin_kind_is_discoverable(double, group_version, plural, kind, names
 
 
 def test_subresources_are_listed(double):
-    _, core = double.http("GET", "/api/v1")
+    _unused, core = double.http("GET", "/api/v1")
     names = {r["name"] for r in core["resources"]}
     assert {"pods/status", "pods/eviction", "nodes/status", "namespaces/status"} <= names
-    _, apps = double.http("GET", "/apis/apps/v1")
+    _unused, apps = double.http("GET", "/apis/apps/v1")
     names = {r["name"]: r for r in apps["resources"]}
     assert names["deployments/scale"]["kind"] == "Scale"
     assert "daemonsets/status" in names

@@ -27,7 +27,7 @@ def _deployment(name, pod_spec):
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
 def test_strategic_merge(double, ns, case):
     path = f"/apis/apps/v1/namespaces/{ns}/deployments"
-    status, _ = double.http("POST", path, _deployment("smp", case["live"]))
+    status, _unused = double.http("POST", path, _deployment("smp", case["live"]))
     assert status == 201
     status, body = double.http(
         "PATCH",
@@ -79,12 +79,12 @@ def test_json_patch_ops(double, ns):
 
 def test_json_patch_failed_test_is_422_and_changes_nothing(double, ns):
     path = f"/api/v1/namespaces/{ns}/configmaps"
-    _, created = double.http("POST", path, {"metadata": {"name": "jt"}, "data": {"a": "1"}})
+    _unused, created = double.http("POST", path, {"metadata": {"name": "jt"}, "data": {"a": "1"}})
     ops = [{"op": "replace", "path": "/data/a", "value": "2"}, {"op": "test", "path": "/data/a", "value": "1"}]
     status, body = double.http("PATCH", path + "/jt", ops, "application/json-patch+json")
     assert status == 422 and body["kind"] == "Status" and body["reason"] == "Invalid"
     assert "test failed" in body["message"]
-    _, now = double.http("GET", path + "/jt")
+    _unused, now = double.http("GET", path + "/jt")
     assert now["data"] == {"a": "1"}
     assert now["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
 
@@ -106,7 +106,7 @@ def test_patch_missing_object_is_404(core, ns):
 
 def test_patch_with_stale_resource_version_is_409(double, ns):
     path = f"/api/v1/namespaces/{ns}/configmaps"
-    _, created = double.http("POST", path, {"metadata": {"name": "prv"}, "data": {"a": "1"}})
+    _unused, created = double.http("POST", path, {"metadata": {"name": "prv"}, "data": {"a": "1"}})
     double.http("PATCH", path + "/prv", {"data": {"a": "2"}}, "application/merge-patch+json")
     status, body = double.http(
         "PATCH",

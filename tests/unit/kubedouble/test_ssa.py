@@ -88,8 +88,8 @@ def test_field_owned_by_another_manager_survives_removal(double, ns):
 
 def test_noop_apply_keeps_resource_version(double, ns):
     path = f"/api/v1/namespaces/{ns}/configmaps/noop"
-    _, first = _apply(double, path, _cm("noop", {"a": "1"}), "alice")
-    _, second = _apply(double, path, _cm("noop", {"a": "1"}), "alice")
+    _unused, first = _apply(double, path, _cm("noop", {"a": "1"}), "alice")
+    _unused, second = _apply(double, path, _cm("noop", {"a": "1"}), "alice")
     assert second["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
     assert second["metadata"]["managedFields"] == first["metadata"]["managedFields"]
 

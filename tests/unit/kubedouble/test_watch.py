@@ -39,7 +39,7 @@ def test_watch_resumes_from_resource_version(core, ns):
     core.create_namespaced_config_map(ns, k8s.V1ConfigMap(metadata=k8s.V1ObjectMeta(name="r1")))
     core.delete_namespaced_config_map("r0", ns)
     events = _collect(core, ns, 2, resource_version=first.metadata.resource_version)
-    assert [(t, n) for t, n, _ in events] == [("ADDED", "r1"), ("DELETED", "r0")]
+    assert [(t, n) for t, n, _unused in events] == [("ADDED", "r1"), ("DELETED", "r0")]
 
 
 def test_watch_label_selector(core, ns):
@@ -48,7 +48,7 @@ def test_watch_label_selector(core, ns):
             ns, k8s.V1ConfigMap(metadata=k8s.V1ObjectMeta(name=name, labels={"tier": tier}))
         )
     events = _collect(core, ns, 2, label_selector="tier=gpu")
-    assert [n for _, n, _ in events] == ["a", "c"]
+    assert [event[1] for event in events] == ["a", "c"]
 
 
 def test_watch_from_compacted_resource_version_is_410(double, core, ns):
@@ -82,5 +82,5 @@ def test_kubectl_get_watch_only(kubectl, core, ns):
 
     time.sleep(1.5)
     core.create_namespaced_config_map(ns, k8s.V1ConfigMap(metadata=k8s.V1ObjectMeta(name="kw")))
-    out, _ = proc.communicate(timeout=15)
+    out, _unused = proc.communicate(timeout=15)
     assert "configmap/kw" in out

@@ -119,7 +119,7 @@ def test_main_resource_write_ignores_status(double, ns):
     path = f"/apis/apps/v1/namespaces/{ns}/deployments"
     body = _deployment("st", 1)
     body["status"] = {"readyReplicas": 99}
-    _, created = double.http("POST", path, body)
+    _unused, created = double.http("POST", path, body)
     assert "status" not in created or created["status"].get("readyReplicas") != 99
 
 
