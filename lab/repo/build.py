@@ -32,8 +32,17 @@ import yaml
 HERE = Path(__file__).resolve().parent
 REPO_ROOT = HERE.parent.parent
 FILES = HERE / "files"
-CONTROL_ORDER = ("Package", "Version", "Architecture", "Maintainer", "Depends", "Section", "Priority",
-                 "Installed-Size", "Description")
+CONTROL_ORDER = (
+    "Package",
+    "Version",
+    "Architecture",
+    "Maintainer",
+    "Depends",
+    "Section",
+    "Priority",
+    "Installed-Size",
+    "Description",
+)
 _PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 
 
@@ -53,10 +62,12 @@ def inputs_digest(kernel: str) -> str:
 def expand(value, variables):
     """Replace {name} placeholders in every string of a nested structure."""
     if isinstance(value, str):
+
         def repl(match):
             if match.group(1) not in variables:
-                raise SystemExit("packages.yml: unknown placeholder {%s} in %r" % (match.group(1), value))
+                raise SystemExit(f"packages.yml: unknown placeholder {{{match.group(1)}}} in {value!r}")
             return str(variables[match.group(1)])
+
         return _PLACEHOLDER.sub(repl, value)
     if isinstance(value, list):
         return [expand(item, variables) for item in value]
@@ -77,13 +88,13 @@ def repo_packages(spec, sets, base_vars):
 def build_deb(pkg, workdir: Path, outdir: Path) -> Path:
     name, version = pkg["name"], str(pkg["version"])
     arch = pkg.get("architecture", "all")
-    root = workdir / ("%s_%s" % (name, version))
+    root = workdir / (f"{name}_{version}")
     (root / "DEBIAN").mkdir(parents=True)
     subst = pkg.get("subst") or {}
 
     def render(text: str) -> str:
         for token, value in subst.items():
-            text = text.replace("@%s@" % token, str(value))
+            text = text.replace(f"@{token}@", str(value))
         return text
 
     for dest, item in (pkg.get("files") or {}).items():
@@ -95,8 +106,9 @@ def build_deb(pkg, workdir: Path, outdir: Path) -> Path:
     doc = root / "usr/share/doc" / name
     doc.mkdir(parents=True, exist_ok=True)
     (doc / "LAB-STAND-IN").write_text(
-        "%s %s is a gpufabric lab stand-in: it carries the real package name and version and a few\n"
-        "files that imitate what the real package provides; see lab/repo/README.md.\n" % (name, version))
+        f"{name} {version} is a gpufabric lab stand-in: it carries the real package name and version and a few\n"
+        "files that imitate what the real package provides; see lab/repo/README.md.\n"
+    )
     for script, source in (pkg.get("scripts") or {}).items():
         target = root / "DEBIAN" / script
         target.write_text(render((FILES / source).read_text()))
@@ -110,24 +122,31 @@ def build_deb(pkg, workdir: Path, outdir: Path) -> Path:
         "Section": "lab",
         "Priority": "optional",
         "Installed-Size": str(size_kib),
-        "Description": "%s\n LAB STAND-IN: %s (gpufabric lab)." % (pkg.get("description", name), name),
+        "Description": "{}\n LAB STAND-IN: {} (gpufabric lab).".format(pkg.get("description", name), name),
     }
     if pkg.get("depends"):
         fields["Depends"] = ", ".join(pkg["depends"])
-    control = "".join("%s: %s\n" % (key, fields[key]) for key in CONTROL_ORDER if key in fields)
+    control = "".join(f"{key}: {fields[key]}\n" for key in CONTROL_ORDER if key in fields)
     (root / "DEBIAN" / "control").write_text(control)
-    deb = outdir / ("%s_%s_%s.deb" % (name, version.split(":")[-1], arch))
+    deb = outdir / ("{}_{}_{}.deb".format(name, version.split(":")[-1], arch))
     env = dict(os.environ, SOURCE_DATE_EPOCH="1700000000")
-    subprocess.run(["dpkg-deb", "--root-owner-group", "-Zgzip", "--build", str(root), str(deb)],
-                   check=True, stdout=subprocess.DEVNULL, env=env)
+    subprocess.run(
+        ["dpkg-deb", "--root-owner-group", "-Zgzip", "--build", str(root), str(deb)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        env=env,
+    )
     return deb
 
 
 def index_entry(deb: Path, repo_dir: Path) -> str:
     control = subprocess.run(["dpkg-deb", "-f", str(deb)], check=True, capture_output=True, text=True).stdout
     data = deb.read_bytes()
-    return (control.rstrip("\n") + "\nFilename: ./%s\nSize: %d\nMD5sum: %s\nSHA256: %s\n" % (
-        deb.relative_to(repo_dir), len(data), hashlib.md5(data).hexdigest(), hashlib.sha256(data).hexdigest()))
+    return (
+        control.rstrip("\n")
+        + f"\nFilename: ./{deb.relative_to(repo_dir)}\nSize: {len(data)}\n"
+        + f"MD5sum: {hashlib.md5(data).hexdigest()}\nSHA256: {hashlib.sha256(data).hexdigest()}\n"
+    )
 
 
 def write_release(repo_dir: Path, label: str, gpg) -> None:
@@ -137,13 +156,13 @@ def write_release(repo_dir: Path, label: str, gpg) -> None:
         entries.append((name, len(data), hashlib.md5(data).hexdigest(), hashlib.sha256(data).hexdigest()))
     lines = [
         "Origin: gpufabric-lab",
-        "Label: %s" % label,
+        f"Label: {label}",
         "Architectures: amd64 all",
-        "Date: %s" % formatdate(time.time(), usegmt=True),
+        f"Date: {formatdate(time.time(), usegmt=True)}",
         "MD5Sum:",
-        *(" %s %16d %s" % (md5, size, name) for name, size, md5, _ in entries),
+        *(f" {md5} {size:16d} {name}" for name, size, md5, _sha in entries),
         "SHA256:",
-        *(" %s %16d %s" % (sha, size, name) for name, size, _, sha in entries),
+        *(f" {sha} {size:16d} {name}" for name, size, _md5, sha in entries),
     ]
     (repo_dir / "Release").write_text("\n".join(lines) + "\n")
     gpg("--clearsign", "-o", str(repo_dir / "InRelease"), str(repo_dir / "Release"))
@@ -160,11 +179,11 @@ def main() -> int:
     digest = inputs_digest(kernel)
     stamp = out / ".inputs-sha256"
     if not args.force and stamp.is_file() and stamp.read_text().strip() == digest:
-        log("%s is up to date" % out)
+        log(f"{out} is up to date")
         return 0
     for tool in ("dpkg-deb", "gpg"):
         if not shutil.which(tool):
-            raise SystemExit("lab/repo/build.py needs %s (apt-get install dpkg gnupg)" % tool)
+            raise SystemExit(f"lab/repo/build.py needs {tool} (apt-get install dpkg gnupg)")
     spec = yaml.safe_load((HERE / "packages.yml").read_text())
     base_vars = {"kernel": kernel}
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -175,12 +194,31 @@ def main() -> int:
         staging = tmp_path / "repo"
 
         def gpg(*argv):
-            subprocess.run(["gpg", "--homedir", str(home), "--batch", "--yes", "--pinentry-mode", "loopback",
-                            "--passphrase", "", *argv], check=True, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL)
+            subprocess.run(
+                [
+                    "gpg",
+                    "--homedir",
+                    str(home),
+                    "--batch",
+                    "--yes",
+                    "--pinentry-mode",
+                    "loopback",
+                    "--passphrase",
+                    "",
+                    *argv,
+                ],
+                check=True,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
 
-        gpg("--quick-generate-key", "gpufabric lab throwaway repository key <lab@gpufabric.invalid>",
-            "ed25519", "sign", "90d")
+        gpg(
+            "--quick-generate-key",
+            "gpufabric lab throwaway repository key <lab@gpufabric.invalid>",
+            "ed25519",
+            "sign",
+            "90d",
+        )
         count = 0
         for repo in spec["repositories"]:
             repo_dir = staging / repo["path"]
@@ -190,7 +228,7 @@ def main() -> int:
             for pkg in repo_packages(repo, spec.get("sets") or {}, base_vars):
                 key = (pkg["name"], str(pkg["version"]))
                 if key in seen:
-                    raise SystemExit("packages.yml: %s %s twice in %s" % (key[0], key[1], repo["path"]))
+                    raise SystemExit("packages.yml: {} {} twice in {}".format(key[0], key[1], repo["path"]))
                 seen.add(key)
                 deb = build_deb(pkg, tmp_path / "build" / repo["path"], repo_dir)
                 entries.append(index_entry(deb, repo_dir))
@@ -209,7 +247,7 @@ def main() -> int:
         if out.exists():
             out.rename(old)
         staging.rename(out)
-    log("built %d packages in %d repositories under %s" % (count, len(spec["repositories"]), out))
+    log(f"built {count} packages in {len(spec['repositories'])} repositories under {out}")
     return 0
 
 
