@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """Build the lab's local apt repositories of stand-in packages (lab/repo/packages.yml).
 
 Usage: lab/repo/build.py [--out DIR] [--force]
