@@ -3,7 +3,7 @@
 # TMPDIR (kubernetes.core caches API discovery there), and print a summary with durations.
 set -uo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-cd "${repo}"
+cd "${repo}" || exit 1
 if (($# > 0)) && [[ -n "$*" ]]; then
     scenarios=("$@")
 else

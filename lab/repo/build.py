@@ -128,7 +128,7 @@ def build_deb(pkg, workdir: Path, outdir: Path) -> Path:
         fields["Depends"] = ", ".join(pkg["depends"])
     control = "".join(f"{key}: {fields[key]}\n" for key in CONTROL_ORDER if key in fields)
     (root / "DEBIAN" / "control").write_text(control)
-    deb = outdir / ("{}_{}_{}.deb".format(name, version.split(":")[-1], arch))
+    deb = outdir / ("{}_{}_{}.deb".format(name, version.rsplit(":", maxsplit=1)[-1], arch))
     env = dict(os.environ, SOURCE_DATE_EPOCH="1700000000")
     subprocess.run(
         ["dpkg-deb", "--root-owner-group", "-Zgzip", "--build", str(root), str(deb)],

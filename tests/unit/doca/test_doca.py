@@ -83,7 +83,7 @@ def test_profile_packages(case):
 @pytest.mark.parametrize(("left", "right", "order"), CASES["version_order"])
 def test_compare_versions_like_dpkg(left, right, order):
     assert _doca.compare_versions(left, right) == order
-    assert _doca.compare_versions(right, left) == -order
+    assert _doca.compare_versions(left=right, right=left) == -order
 
 
 def test_packages_index():

@@ -103,7 +103,7 @@ def test_shipped_file_lines_outside_the_edit_are_untouched():
 
 def test_insert_into_comment_only_section_keeps_comments_and_indent():
     text = _text(SHIPPED)
-    result, _ = _cufile.apply_settings(text, {"fs": {"nfs": {"rdma_dev_addr_list": ["10.0.0.11"]}}})
+    result, _changes = _cufile.apply_settings(text, {"fs": {"nfs": {"rdma_dev_addr_list": ["10.0.0.11"]}}})
     line = next(ln for ln in result.splitlines() if '"rdma_dev_addr_list": ["10.0.0.11"]' in ln)
     nfs_part = text[text.index('"nfs": {'):]
     comment = next(ln for ln in nfs_part.splitlines() if "To restrict the IO to selected IP list" in ln)

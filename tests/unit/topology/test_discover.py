@@ -48,7 +48,7 @@ def test_every_snapshot_has_expectations(snapshots):
 @pytest.mark.parametrize("case", CASES)
 def test_top_level(case, facts_of):
     exp = load(case)
-    facts, _ = facts_of(exp["snapshot"])
+    facts, _sysroot = facts_of(exp["snapshot"])
     assert facts["schema_version"] == 1
     assert set(facts) == {
         "schema_version", "sysroot", "virtualized", "cpu", "system", "iommu", "numa_nodes",
@@ -61,7 +61,7 @@ def test_top_level(case, facts_of):
 @pytest.mark.parametrize("case", CASES)
 def test_gpus(case, facts_of):
     exp = load(case)
-    facts, _ = facts_of(exp["snapshot"])
+    facts, _sysroot = facts_of(exp["snapshot"])
     want = [{k: v for k, v in g.items() if k != "<<"} for g in exp["gpus"]]
     assert facts["gpus"] == want
 
@@ -69,7 +69,7 @@ def test_gpus(case, facts_of):
 @pytest.mark.parametrize("case", CASES)
 def test_nics(case, facts_of):
     exp = load(case)
-    facts, _ = facts_of(exp["snapshot"])
+    facts, _sysroot = facts_of(exp["snapshot"])
     assert len(facts["nics"]) == len(exp["nics"])
     for got, want in zip(facts["nics"], exp["nics"]):
         want = dict(want)
@@ -99,7 +99,7 @@ def test_nics(case, facts_of):
 @pytest.mark.parametrize("case", CASES)
 def test_pcie_tree(case, facts_of):
     exp = load(case)
-    facts, _ = facts_of(exp["snapshot"])
+    facts, _sysroot = facts_of(exp["snapshot"])
     assert facts["pcie"]["host_bridges"] == exp["host_bridges"]
     hb_numa = {h["name"]: h["numa_node"] for h in exp["host_bridges"]}
     got = facts["pcie"]["bridges"]
@@ -150,7 +150,7 @@ def test_paths(case, facts_of):
 @pytest.mark.parametrize("case", CASES)
 def test_rails_and_nccl(case, facts_of):
     exp = load(case)
-    facts, _ = facts_of(exp["snapshot"])
+    facts, _sysroot = facts_of(exp["snapshot"])
     got = [[r["rail"], r["gpu"], r["nic"], r["netdev"], r["path"]] for r in facts["rails"]]
     assert got == exp["rails"]
     by_name = {g["name"]: g["bdf"] for g in facts["gpus"]}
@@ -164,7 +164,7 @@ def test_rails_and_nccl(case, facts_of):
 @pytest.mark.parametrize("case", CASES)
 def test_warnings(case, facts_of):
     exp = load(case)
-    facts, _ = facts_of(exp["snapshot"])
+    facts, _sysroot = facts_of(exp["snapshot"])
     assert [[w["class"], w["device"]] for w in facts["warnings"]] == exp["warnings"]
     for w in facts["warnings"]:
         assert w["class"] in T.WARNING_CLASSES
@@ -179,8 +179,8 @@ def test_every_warning_class_is_exercised():
 
 
 def test_node_variants_share_hardware_but_not_identity(facts_of):
-    one, _ = facts_of("dgx-h200-8x8@1")
-    two, _ = facts_of("dgx-h200-8x8@2")
+    one, _one_root = facts_of("dgx-h200-8x8@1")
+    two, _two_root = facts_of("dgx-h200-8x8@2")
     assert [g["bdf"] for g in one["gpus"]] == [g["bdf"] for g in two["gpus"]]
     assert one["rails"] == two["rails"]
     for a, b in zip(one["nics"], two["nics"]):

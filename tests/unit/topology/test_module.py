@@ -47,7 +47,7 @@ def fake_runner(monkeypatch):
     [
         (lambda tmp: str(tmp / "missing"), "does not exist"),
         (lambda tmp: str(_file(tmp)), "is not a directory"),
-        (lambda tmp: str(tmp), "is not a sysfs root"),
+        (str, "is not a sysfs root"),
         (lambda tmp: str(_half(tmp)), "is not a sysfs root"),
     ],
     ids=["missing", "a-file", "empty-dir", "proc-only"],
