@@ -14,24 +14,51 @@ nodes=(gpu-node-01 gpu-node-02)
 
 up() {
     "${LAB_ROOT}/nodes.sh" up "${nodes[@]}"
-    if [[ -x "${LAB_ROOT}/kube.sh" ]]; then
-        "${LAB_ROOT}/kube.sh" start --seed "${LAB_ROOT}/cluster/nodes.yml" >/dev/null
-        log "Kubernetes API test double: $(cat "${LAB_STATE}/kube/kubeconfig" | awk '/server:/ {print $2; exit}')"
+    "${LAB_ROOT}/kube.sh" start --seed "${LAB_ROOT}/cluster/nodes.yml" >/dev/null
+    log "Kubernetes API test double: $(awk '/server:/ {print $2; exit}' "${LAB_STATE}/kube/kubeconfig")"
+    stop_operator && start_operator
+
+    # The upstream CRD schemas (NicClusterPolicy, IPPool, NADs, ...) are not part of this
+    # repository; the lab registers them from LAB_CRDS_DIR. Without them the cluster objects are
+    # rendered to files instead of applied.
+    local crds="${LAB_CRDS_DIR:-${REPO_ROOT}/../shared/crds}" extra=()
+    if [[ -d "${crds}" ]]; then
+        extra+=(-e "network_operator_crds_dir=$(cd "${crds}" && pwd)")
+    else
+        log "no CRD schemas in ${crds} (set LAB_CRDS_DIR): cluster objects are rendered to .lab/rendered, not applied"
+        extra+=(-e gpufabric_k8s_mode=render)
     fi
+
     # kubernetes.core caches API discovery under TMPDIR, keyed by server URL: use a fresh one.
     TMPDIR="$(mktemp -d "${TMPDIR:-/tmp}/gpufabric-lab.XXXXXX")"
     export TMPDIR
     trap 'rm -rf "${TMPDIR}"' EXIT
     ansible-playbook -i "${inventory}" "${LAB_ROOT}/prepare.yml"
     # shellcheck disable=SC2086  # LAB_PLAYBOOK_ARGS is a list of arguments
-    ansible-playbook -i "${inventory}" site.yml ${LAB_PLAYBOOK_ARGS:-}
+    ansible-playbook -i "${inventory}" site.yml "${extra[@]}" ${LAB_PLAYBOOK_ARGS:-}
     echo
     cat "${LAB_STATE}/rollout-report.txt"
 }
 
+# Play the Network Operator: report NicClusterPolicy/NicNodePolicy ready, as the real operator
+# does once its pods run (nothing runs them in the lab).
+start_operator() {
+    local pidfile="${LAB_STATE}/operator.pid"
+    echo ready >"${LAB_STATE}/operator-mode"
+    setsid nohup python "${LAB_ROOT}/cluster/play_operator.py" "${LAB_STATE}/kube/kubeconfig" \
+        "${LAB_STATE}/operator-mode" >"${LAB_STATE}/operator.log" 2>&1 </dev/null &
+    echo $! >"${pidfile}"
+}
+
+stop_operator() {
+    local pidfile="${LAB_STATE}/operator.pid"
+    if [[ -f "${pidfile}" ]]; then kill "$(cat "${pidfile}")" 2>/dev/null || true; rm -f "${pidfile}"; fi
+}
+
 down() {
     "${LAB_ROOT}/nodes.sh" down "${nodes[@]}"
-    if [[ -x "${LAB_ROOT}/kube.sh" ]]; then "${LAB_ROOT}/kube.sh" stop || true; fi
+    stop_operator
+    "${LAB_ROOT}/kube.sh" stop || true
 }
 
 case "${1:-}" in
