@@ -27,8 +27,9 @@ class _Node:
 
     __slots__ = ("end", "kind", "members", "start", "value")
 
-    def __init__(self, kind: str, start: int, end: int, value: Any = None,
-                 members: Optional[List[Tuple[str, int, _Node]]] = None) -> None:
+    def __init__(
+        self, kind: str, start: int, end: int, value: Any = None, members: Optional[List[Tuple[str, int, _Node]]] = None
+    ) -> None:
         self.kind = kind
         self.start = start
         self.end = end
@@ -107,7 +108,7 @@ class _Parser:
             if ch == '"':
                 self.pos = i + 1
                 try:
-                    return json.loads(text[start:i + 1])
+                    return json.loads(text[start : i + 1])
                 except ValueError as exc:
                     raise self.error(f"bad string ({exc})", start) from exc
             if ch == "\n":
@@ -252,12 +253,12 @@ def _plan_insert(text: str, obj: _Node, key: str, value: Any) -> _Edit:
         last_key, last_key_pos, last = obj.members[-1]
         indent = _indent_of(text, last_key_pos)
         key_end = last_key_pos + len(json.dumps(last_key))
-        sep = text[key_end:last.start]
+        sep = text[key_end : last.start]
         if "\n" in sep or not sep.strip().startswith(":"):
             sep = ": "
         first_indent = _indent_of(text, obj.members[0][1])
         outer = _indent_of(text, obj.start)
-        step = first_indent[len(outer):] if first_indent.startswith(outer) and first_indent != outer else "    "
+        step = first_indent[len(outer) :] if first_indent.startswith(outer) and first_indent != outer else "    "
         rendered = _render_block(value, indent, step, sep) if isinstance(value, dict) and value else render_value(value)
         # Is there already a comma after the last value (possibly after blanks)?
         after = last.end
@@ -268,12 +269,12 @@ def _plan_insert(text: str, obj: _Node, key: str, value: Any) -> _Edit:
         comma_end = j + 1 if has_comma else after
         eol = text.find("\n", comma_end)
         same_line_rest = text[comma_end:] if eol < 0 else text[comma_end:eol]
-        if eol >= 0 and _only_trivia(same_line_rest) and "\n" in text[obj.start:obj.end]:
+        if eol >= 0 and _only_trivia(same_line_rest) and "\n" in text[obj.start : obj.end]:
             # One member per line: end the last member's line, add ours on the next line.
             if has_comma:
                 return _Edit(eol + 1, eol + 1, f"{indent}{json.dumps(key)}{sep}{rendered},\n")
             # Put the comma straight after the value, keep any trailing comment where it was.
-            return _Edit(after, eol + 1, "," + text[after:eol + 1] + f"{indent}{json.dumps(key)}{sep}{rendered}\n")
+            return _Edit(after, eol + 1, "," + text[after : eol + 1] + f"{indent}{json.dumps(key)}{sep}{rendered}\n")
         # Compact object on one line.
         if has_comma:
             return _Edit(comma_end, comma_end, f" {json.dumps(key)}{sep}{rendered},")
@@ -281,20 +282,25 @@ def _plan_insert(text: str, obj: _Node, key: str, value: Any) -> _Edit:
     # Empty object (perhaps holding only comments, like the shipped "nfs" section): add the
     # member on its own line just before the closing brace, keeping whatever is inside.
     outer = _indent_of(text, obj.start)
-    inner_text = text[obj.start + 1:obj.end - 1]
+    inner_text = text[obj.start + 1 : obj.end - 1]
     inner = outer + "    "
     for line in inner_text.split("\n")[1:]:
         if line.strip():
-            inner = line[:len(line) - len(line.lstrip(" \t"))]
+            inner = line[: len(line) - len(line.lstrip(" \t"))]
             break
-    step = inner[len(outer):] if inner.startswith(outer) and inner != outer else "    "
+    step = inner[len(outer) :] if inner.startswith(outer) and inner != outer else "    "
     rendered = _render_block(value, inner, step, ": ") if isinstance(value, dict) and value else render_value(value)
     close = obj.end - 1
     line_start = _line_start(text, close)
     if "\n" in inner_text and not text[line_start:close].strip():
         return _Edit(line_start, line_start, f"{inner}{json.dumps(key)}: {rendered}\n")
-    return _Edit(obj.start + 1, close, f"\n{inner}{json.dumps(key)}: {rendered}\n{outer}" if not inner_text.strip()
-                 else f"{inner_text.rstrip()}\n{inner}{json.dumps(key)}: {rendered}\n{outer}")
+    return _Edit(
+        obj.start + 1,
+        close,
+        f"\n{inner}{json.dumps(key)}: {rendered}\n{outer}"
+        if not inner_text.strip()
+        else f"{inner_text.rstrip()}\n{inner}{json.dumps(key)}: {rendered}\n{outer}",
+    )
 
 
 def _flatten(prefix: Tuple[str, ...], desired: Dict[str, Any], out: List[Tuple[Tuple[str, ...], Any]]) -> None:
@@ -344,7 +350,7 @@ def apply_settings(text: str, desired: Dict[str, Any]) -> Tuple[str, List[str]]:
             child = node.member(key)
             if child is None:
                 remainder: Any = value
-                for name in reversed(path[depth + 1:]):
+                for name in reversed(path[depth + 1 :]):
                     remainder = {name: remainder}
                 edit = _plan_insert(current, node, key, remainder)
                 break
@@ -353,10 +359,10 @@ def apply_settings(text: str, desired: Dict[str, Any]) -> Tuple[str, List[str]]:
                     edit = _Edit(child.start, child.end, render_value(value))
                 break
             if child.kind != "object":
-                raise ValueError(f"cannot set {'.'.join(path)}: {'.'.join(path[:depth + 1])} is not an object")
+                raise ValueError(f"cannot set {'.'.join(path)}: {'.'.join(path[: depth + 1])} is not an object")
             node = child
         if edit is not None:
-            current = current[:edit.start] + edit.text + current[edit.end:]
+            current = current[: edit.start] + edit.text + current[edit.end :]
             changed.append(".".join(path))
     if not changed:
         return text, []
@@ -393,13 +399,17 @@ def compat_mode_key(data: Dict[str, Any]) -> str:
 FILESYSTEMS = ("lustre", "nfs", "gpfs", "weka", "beegfs")
 
 
-def build_desired(data: Dict[str, Any], *, compat_mode: Optional[bool] = None,
-                  force_compat_mode: Optional[bool] = None,
-                  rdma_dev_addr_list: Optional[List[str]] = None,
-                  use_pci_p2pdma: Optional[bool] = None,
-                  filesystems: Optional[Dict[str, Optional[Dict[str, Any]]]] = None,
-                  properties: Optional[Dict[str, Any]] = None,
-                  settings: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+def build_desired(
+    data: Dict[str, Any],
+    *,
+    compat_mode: Optional[bool] = None,
+    force_compat_mode: Optional[bool] = None,
+    rdma_dev_addr_list: Optional[List[str]] = None,
+    use_pci_p2pdma: Optional[bool] = None,
+    filesystems: Optional[Dict[str, Optional[Dict[str, Any]]]] = None,
+    properties: Optional[Dict[str, Any]] = None,
+    settings: Optional[Dict[str, Any]] = None,
+) -> Dict[str, Any]:
     """Turn the module's options into one nested dict of wanted values for apply_settings."""
     desired: Dict[str, Any] = {}
     props: Dict[str, Any] = dict(properties or {})

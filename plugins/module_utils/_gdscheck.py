@@ -18,9 +18,7 @@ import re
 from typing import Any, Dict, List, Optional
 
 # " 30-11-2026 01:18:59:824 [pid=623 tid=623] INFO   cufio-drv:254 NVMe : Unsupported"
-_LOG_PREFIX = re.compile(
-    r"^\s*\d{1,2}-\d{1,2}-\d{4}\s+[\d:.]+\s+\[pid=\d+\s+tid=\d+\]\s+[A-Z]+\s+[\w.-]+:\d+\s?"
-)
+_LOG_PREFIX = re.compile(r"^\s*\d{1,2}-\d{1,2}-\d{4}\s+[\d:.]+\s+\[pid=\d+\s+tid=\d+\]\s+[A-Z]+\s+[\w.-]+:\d+\s?")
 _SECTION = re.compile(r"^\s*([A-Z][A-Z /]+[A-Z])\s*:\s*$")
 _PAIR = re.compile(r"^\s*(-*)\s*([^:]+?)\s*:\s*(.*?)\s*$")
 _GPU = re.compile(
@@ -109,14 +107,16 @@ def parse(text: str) -> Dict[str, Any]:
         gpu = _GPU.search(stripped)
         if gpu:
             support = (gpu.group("support") or "").lower()
-            facts["gpus"].append({
-                "index": int(gpu.group("index")),
-                "name": gpu.group("name"),
-                "bar": int(gpu.group("bar")),
-                "bar_size_mib": int(gpu.group("size")),
-                "supports_gds": None if not support else support.startswith("supports"),
-                "iommu_enabled": None if not gpu.group("iommu") else gpu.group("iommu").lower() != "disabled",
-            })
+            facts["gpus"].append(
+                {
+                    "index": int(gpu.group("index")),
+                    "name": gpu.group("name"),
+                    "bar": int(gpu.group("bar")),
+                    "bar_size_mib": int(gpu.group("size")),
+                    "supports_gds": None if not support else support.startswith("supports"),
+                    "iommu_enabled": None if not gpu.group("iommu") else gpu.group("iommu").lower() != "disabled",
+                }
+            )
             continue
         pair = _PAIR.match(line)
         if not pair:

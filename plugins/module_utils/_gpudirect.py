@@ -22,9 +22,24 @@ from typing import Any, Dict, List, Optional, Tuple
 # Lowest CUDA version a driver branch supports (CUDA toolkit release notes, "CUDA Toolkit and
 # Corresponding Driver Versions"); used only when nvidia-smi did not report it.
 _BRANCH_CUDA: List[Tuple[int, str]] = [
-    (580, "13.0"), (575, "12.9"), (570, "12.8"), (560, "12.6"), (555, "12.5"), (550, "12.4"),
-    (545, "12.3"), (535, "12.2"), (530, "12.1"), (525, "12.0"), (520, "11.8"), (515, "11.7"),
-    (510, "11.6"), (495, "11.5"), (470, "11.4"), (465, "11.3"), (460, "11.2"), (455, "11.1"),
+    (580, "13.0"),
+    (575, "12.9"),
+    (570, "12.8"),
+    (560, "12.6"),
+    (555, "12.5"),
+    (550, "12.4"),
+    (545, "12.3"),
+    (535, "12.2"),
+    (530, "12.1"),
+    (525, "12.0"),
+    (520, "11.8"),
+    (515, "11.7"),
+    (510, "11.6"),
+    (495, "11.5"),
+    (470, "11.4"),
+    (465, "11.3"),
+    (460, "11.2"),
+    (455, "11.1"),
     (450, "11.0"),
 ]
 
@@ -66,8 +81,16 @@ def gpu_arch(model: Optional[str], compute_cap: Optional[str] = None) -> Optiona
     cap = version_tuple(compute_cap)
     if cap:
         major, minor = cap[0], (cap[1] if len(cap) > 1 else 0)
-        table = {3: "kepler", 5: "maxwell", 6: "pascal", 7: "volta" if minor < 5 else "turing",
-                 8: "ada" if minor >= 9 else "ampere", 9: "hopper", 10: "blackwell", 12: "blackwell"}
+        table = {
+            3: "kepler",
+            5: "maxwell",
+            6: "pascal",
+            7: "volta" if minor < 5 else "turing",
+            8: "ada" if minor >= 9 else "ampere",
+            9: "hopper",
+            10: "blackwell",
+            12: "blackwell",
+        }
         return table.get(major)
     for pattern, arch, _major in _ARCH_BY_MODEL:
         if model and re.search(pattern, model):
@@ -210,8 +233,9 @@ def decide(facts: Dict[str, Any], method: str = "auto") -> Dict[str, Any]:
         "peermem": {"ok": not peermem, "blockers": peermem},
         "gds": {
             "nvidia_fs_ok": flavour == "open",
-            "nvidia_fs_blockers": [] if flavour == "open" else
-            ["nvidia-fs (GDS) needs the open GPU kernel module (GPU Operator >= 23.9.1 requires it)"],
+            "nvidia_fs_blockers": []
+            if flavour == "open"
+            else ["nvidia-fs (GDS) needs the open GPU kernel module (GPU Operator >= 23.9.1 requires it)"],
             "p2pdma_ok": not p2pdma,
             "p2pdma_blockers": p2pdma,
         },
@@ -222,14 +246,20 @@ def decide(facts: Dict[str, Any], method: str = "auto") -> Dict[str, Any]:
     if method == "auto":
         if not dmabuf:
             result["method"] = "dmabuf"
-            result["reasons"].append("DMA-BUF qualifies (open module, kernel >= 5.12, CUDA >= 11.7, Turing+); "
-                                     "NVIDIA recommends it over nvidia-peermem")
+            result["reasons"].append(
+                "DMA-BUF qualifies (open module, kernel >= 5.12, CUDA >= 11.7, Turing+); "
+                "NVIDIA recommends it over nvidia-peermem"
+            )
         elif not peermem:
             result["method"] = "peermem"
             result["reasons"].append("DMA-BUF is not possible (" + "; ".join(dmabuf) + "); nvidia-peermem is")
         else:
-            result["error"] = ("neither DMA-BUF nor nvidia-peermem is possible: DMA-BUF: " + "; ".join(dmabuf)
-                               + ". nvidia-peermem: " + "; ".join(peermem))
+            result["error"] = (
+                "neither DMA-BUF nor nvidia-peermem is possible: DMA-BUF: "
+                + "; ".join(dmabuf)
+                + ". nvidia-peermem: "
+                + "; ".join(peermem)
+            )
     else:
         blockers = dmabuf if method == "dmabuf" else peermem
         if blockers:

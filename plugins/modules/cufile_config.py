@@ -150,8 +150,12 @@ def run(module: AnsibleModule) -> dict:
     changed = bool(changed_keys) or raw is None
     result = {"changed": changed, "changed_keys": changed_keys, "config": _cufile.parse(after)}
     if module._diff:
-        result["diff"] = {"before": before if raw is not None else "", "after": after,
-                          "before_header": path, "after_header": path}
+        result["diff"] = {
+            "before": before if raw is not None else "",
+            "after": after,
+            "before_header": path,
+            "after_header": path,
+        }
     if changed and not module.check_mode:
         if raw is not None and params["backup"]:
             result["backup_file"] = module.backup_local(path)

@@ -151,15 +151,17 @@ def gather(params: dict, runner) -> dict:
     if mofed is None:
         mofed = bool(mofed_version) or os.path.isdir("/usr/src/ofa_kernel/default")
     facts = dict(host)
-    facts.update({
-        "sysroot": sysroot,
-        "cuda_version": cuda,
-        "cuda_version_source": cuda_source,
-        "gpus": gpus,
-        "mofed": mofed,
-        "mofed_version": mofed_version,
-        "peermem_available": peermem_available,
-    })
+    facts.update(
+        {
+            "sysroot": sysroot,
+            "cuda_version": cuda,
+            "cuda_version_source": cuda_source,
+            "gpus": gpus,
+            "mofed": mofed,
+            "mofed_version": mofed_version,
+            "peermem_available": peermem_available,
+        }
+    )
     facts["decision"] = _gpudirect.decide(facts, params["method"])
     return facts
 

@@ -59,13 +59,19 @@ def test_parse_reads_the_documented_sections(name):
 CHANGES = [
     ({"properties": {"allow_compat_mode": False}}, ["properties.allow_compat_mode"]),
     ({"properties": {"rdma_dev_addr_list": ["10.0.0.11", "10.0.1.11"]}}, ["properties.rdma_dev_addr_list"]),
-    ({"properties": {"use_pci_p2pdma": True, "force_compat_mode": True}},
-     ["properties.use_pci_p2pdma", "properties.force_compat_mode"]),
+    (
+        {"properties": {"use_pci_p2pdma": True, "force_compat_mode": True}},
+        ["properties.use_pci_p2pdma", "properties.force_compat_mode"],
+    ),
     ({"fs": {"nfs": {"rdma_dev_addr_list": ["10.0.0.11"]}}}, ["fs.nfs.rdma_dev_addr_list"]),
-    ({"fs": {"lustre": {"mount_table": {"/lustre/a": {"rdma_dev_addr_list": ["10.0.0.11"]}}}}},
-     ["fs.lustre.mount_table./lustre/a.rdma_dev_addr_list"]),
-    ({"fs": {"gpfs": {"gds_write_support": True}, "weka": {"rdma_write_support": True}}},
-     ["fs.gpfs.gds_write_support", "fs.weka.rdma_write_support"]),
+    (
+        {"fs": {"lustre": {"mount_table": {"/lustre/a": {"rdma_dev_addr_list": ["10.0.0.11"]}}}}},
+        ["fs.lustre.mount_table./lustre/a.rdma_dev_addr_list"],
+    ),
+    (
+        {"fs": {"gpfs": {"gds_write_support": True}, "weka": {"rdma_write_support": True}}},
+        ["fs.gpfs.gds_write_support", "fs.weka.rdma_write_support"],
+    ),
     ({"fs": {"beegfs": {"rdma_dev_addr_list": ["10.0.0.11"]}}}, ["fs.beegfs.rdma_dev_addr_list"]),
     ({"logging": {"level": "WARN", "dir": "/var/log/cufile"}}, ["logging.level", "logging.dir"]),
     ({"new_section": {"a": {"b": 1}}}, ["new_section.a.b"]),
@@ -105,7 +111,7 @@ def test_insert_into_comment_only_section_keeps_comments_and_indent():
     text = _text(SHIPPED)
     result, _changes = _cufile.apply_settings(text, {"fs": {"nfs": {"rdma_dev_addr_list": ["10.0.0.11"]}}})
     line = next(ln for ln in result.splitlines() if '"rdma_dev_addr_list": ["10.0.0.11"]' in ln)
-    nfs_part = text[text.index('"nfs": {'):]
+    nfs_part = text[text.index('"nfs": {') :]
     comment = next(ln for ln in nfs_part.splitlines() if "To restrict the IO to selected IP list" in ln)
     assert line[: len(line) - len(line.lstrip())] == comment[: len(comment) - len(comment.lstrip())]
 
@@ -133,7 +139,7 @@ def test_value_types_are_not_confused():
     assert changed == ["properties.use_poll_mode"] and json.loads(result)["properties"]["use_poll_mode"] is True
 
 
-@pytest.mark.parametrize("bad", ['{"a": }', '{"a": 1', '{"a" 1}', '[1, 2]', '{"a": "x\n"}', '{"a": 1} x', '{/* x'])
+@pytest.mark.parametrize("bad", ['{"a": }', '{"a": 1', '{"a" 1}', "[1, 2]", '{"a": "x\n"}', '{"a": 1} x', "{/* x"])
 def test_syntax_errors_are_reported(bad):
     with pytest.raises(_cufile.CufileSyntaxError):
         _cufile.parse(bad)

@@ -25,8 +25,9 @@ def run_module(tmp_path, args, check=False, diff=False):
     argfile = tmp_path / "args.json"
     argfile.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": payload}))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO / ".collections"), *sys.path]))
-    proc = subprocess.run([sys.executable, str(MODULE), str(argfile)], capture_output=True, text=True, env=env,
-                          check=False)
+    proc = subprocess.run(
+        [sys.executable, str(MODULE), str(argfile)], capture_output=True, text=True, env=env, check=False
+    )
     return json.loads(proc.stdout)
 
 
@@ -40,8 +41,16 @@ def cufile(tmp_path):
 
 def test_noop_leaves_shipped_file_untouched(tmp_path, cufile):
     stat = cufile.stat()
-    result = run_module(tmp_path, {"path": str(cufile), "compat_mode": True, "use_pci_p2pdma": False,
-                                   "rdma_dev_addr_list": [], "filesystems": {"weka": {"rdma_write_support": False}}})
+    result = run_module(
+        tmp_path,
+        {
+            "path": str(cufile),
+            "compat_mode": True,
+            "use_pci_p2pdma": False,
+            "rdma_dev_addr_list": [],
+            "filesystems": {"weka": {"rdma_write_support": False}},
+        },
+    )
     assert result["changed"] is False and result["changed_keys"] == []
     assert cufile.read_bytes() == SHIPPED.read_bytes()
     assert cufile.stat().st_mtime_ns == stat.st_mtime_ns  # not even rewritten
@@ -56,13 +65,23 @@ def test_check_mode_reports_and_writes_nothing(tmp_path, cufile):
 
 
 def test_change_then_idempotent_and_mode_kept(tmp_path, cufile):
-    args = {"path": str(cufile), "compat_mode": False, "rdma_dev_addr_list": ["10.0.0.11", "10.0.1.11"],
-            "filesystems": {"nfs": {"rdma_dev_addr_list": ["10.0.0.11"]}, "gpfs": {"gds_write_support": True}},
-            "backup": True}
+    args = {
+        "path": str(cufile),
+        "compat_mode": False,
+        "rdma_dev_addr_list": ["10.0.0.11", "10.0.1.11"],
+        "filesystems": {"nfs": {"rdma_dev_addr_list": ["10.0.0.11"]}, "gpfs": {"gds_write_support": True}},
+        "backup": True,
+    }
     first = run_module(tmp_path, args)
     assert first["changed"] is True
-    assert sorted(first["changed_keys"]) == sorted(["properties.allow_compat_mode", "properties.rdma_dev_addr_list",
-                                                    "fs.nfs.rdma_dev_addr_list", "fs.gpfs.gds_write_support"])
+    assert sorted(first["changed_keys"]) == sorted(
+        [
+            "properties.allow_compat_mode",
+            "properties.rdma_dev_addr_list",
+            "fs.nfs.rdma_dev_addr_list",
+            "fs.gpfs.gds_write_support",
+        ]
+    )
     assert first["config"]["properties"]["allow_compat_mode"] is False
     assert Path(first["backup_file"]).read_bytes() == SHIPPED.read_bytes()
     assert oct(cufile.stat().st_mode & 0o777) == "0o644"

@@ -20,9 +20,14 @@ def test_decision(name):
     result = _gpudirect.decide(case["facts"], case["method"])
     want = case["want"]
     assert result["method"] == want["method"]
-    checks = {"dmabuf_ok": result["dmabuf"]["ok"], "peermem_ok": result["peermem"]["ok"],
-              "nvidia_fs_ok": result["gds"]["nvidia_fs_ok"], "p2pdma_ok": result["gds"]["p2pdma_ok"],
-              "archs": result["gpu_archs"], "cuda": result["cuda_version"]}
+    checks = {
+        "dmabuf_ok": result["dmabuf"]["ok"],
+        "peermem_ok": result["peermem"]["ok"],
+        "nvidia_fs_ok": result["gds"]["nvidia_fs_ok"],
+        "p2pdma_ok": result["gds"]["p2pdma_ok"],
+        "archs": result["gpu_archs"],
+        "cuda": result["cuda_version"],
+    }
     for key, value in checks.items():
         if key in want:
             assert value == want[key], key
@@ -44,19 +49,25 @@ def test_unknown_method_refused():
         _gpudirect.decide({}, "gdrcopy")
 
 
-@pytest.mark.parametrize(("fixture", "flavour", "version"), [
-    ("h200-proc-driver-nvidia-version.txt", "open", "580.159.04"),
-    ("proprietary-proc-version.txt", "proprietary", "535.183.01"),
-])
+@pytest.mark.parametrize(
+    ("fixture", "flavour", "version"),
+    [
+        ("h200-proc-driver-nvidia-version.txt", "open", "580.159.04"),
+        ("proprietary-proc-version.txt", "proprietary", "535.183.01"),
+    ],
+)
 def test_proc_version(fixture, flavour, version):
     assert _gpudirect.parse_proc_version((FIXTURES / fixture).read_text()) == {"flavour": flavour, "version": version}
 
 
-@pytest.mark.parametrize(("stderr", "kind"), [
-    ("modprobe: ERROR: could not insert 'nvidia_peermem': Invalid argument", "built_before_mofed"),
-    ("modprobe: FATAL: Module nvidia-peermem not found in directory /lib/modules/6.8.0", "module_missing"),
-    ("", None),
-])
+@pytest.mark.parametrize(
+    ("stderr", "kind"),
+    [
+        ("modprobe: ERROR: could not insert 'nvidia_peermem': Invalid argument", "built_before_mofed"),
+        ("modprobe: FATAL: Module nvidia-peermem not found in directory /lib/modules/6.8.0", "module_missing"),
+        ("", None),
+    ],
+)
 def test_classify_modprobe_error(stderr, kind):
     assert _gpudirect.classify_modprobe_error(stderr) == kind
 
@@ -92,15 +103,21 @@ SMI_HEADER = "| NVIDIA-SMI 580.159.04             Driver Version: 580.159.04    
 
 
 def test_gather_on_h200_sysroot_picks_dmabuf(tmp_path):
-    sysroot = _sysroot(tmp_path, (FIXTURES / "h200-proc-driver-nvidia-version.txt").read_text(),
-                       modules=("nvidia", "nvidia_uvm", "ib_core", "mlx5_core"))
-    runner = FakeRunner({
-        ("nvidia-smi",): (0, SMI_HEADER, ""),
-        ("nvidia-smi", "--query-gpu=name,compute_cap", "--format=csv,noheader"): (0, "NVIDIA H200, 9.0\n", ""),
-        ("modinfo", "-n", "nvidia-peermem"): (0, "/lib/modules/6.8.0/kernel/nvidia-peermem.ko\n", ""),
-    })
-    facts = gpudirect_facts.gather({"sysroot": sysroot, "method": "auto", "gpus": [], "cuda_version": "",
-                                    "mofed": False}, runner)
+    sysroot = _sysroot(
+        tmp_path,
+        (FIXTURES / "h200-proc-driver-nvidia-version.txt").read_text(),
+        modules=("nvidia", "nvidia_uvm", "ib_core", "mlx5_core"),
+    )
+    runner = FakeRunner(
+        {
+            ("nvidia-smi",): (0, SMI_HEADER, ""),
+            ("nvidia-smi", "--query-gpu=name,compute_cap", "--format=csv,noheader"): (0, "NVIDIA H200, 9.0\n", ""),
+            ("modinfo", "-n", "nvidia-peermem"): (0, "/lib/modules/6.8.0/kernel/nvidia-peermem.ko\n", ""),
+        }
+    )
+    facts = gpudirect_facts.gather(
+        {"sysroot": sysroot, "method": "auto", "gpus": [], "cuda_version": "", "mofed": False}, runner
+    )
     assert facts["driver_flavour"] == "open" and facts["driver_version"] == "580.159.04"
     assert facts["cuda_version"] == "13.0" and facts["cuda_version_source"] == "nvidia-smi"
     assert facts["gpus"] == [{"model": "NVIDIA H200", "compute_cap": "9.0"}]
@@ -109,11 +126,23 @@ def test_gather_on_h200_sysroot_picks_dmabuf(tmp_path):
 
 
 def test_gather_uses_topology_gpus_and_driver_branch_without_smi(tmp_path):
-    sysroot = _sysroot(tmp_path, (FIXTURES / "proprietary-proc-version.txt").read_text(),
-                       modules=("nvidia", "nvidia_peermem"), osrelease="5.15.0-91-generic\n")
+    sysroot = _sysroot(
+        tmp_path,
+        (FIXTURES / "proprietary-proc-version.txt").read_text(),
+        modules=("nvidia", "nvidia_peermem"),
+        osrelease="5.15.0-91-generic\n",
+    )
     runner = FakeRunner({("ofed_info", "-s"): (0, "MLNX_OFED_LINUX-24.10-1.1.4.0:\n", "")})
-    facts = gpudirect_facts.gather({"sysroot": sysroot, "method": "auto", "cuda_version": "", "mofed": None,
-                                    "gpus": [{"model": "A100", "bdf": "0000:18:00.0"}]}, runner)
+    facts = gpudirect_facts.gather(
+        {
+            "sysroot": sysroot,
+            "method": "auto",
+            "cuda_version": "",
+            "mofed": None,
+            "gpus": [{"model": "A100", "bdf": "0000:18:00.0"}],
+        },
+        runner,
+    )
     assert facts["cuda_version"] == "12.2" and facts["cuda_version_source"] == "driver branch"
     assert facts["mofed"] is True and facts["mofed_version"] == "MLNX_OFED_LINUX-24.10-1.1.4.0"
     assert facts["peermem_loaded"] is True

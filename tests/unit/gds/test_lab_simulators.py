@@ -64,11 +64,14 @@ def test_peermem_loads_with_driver_and_reads_back_through_gpudirect_facts(lab):
     assert not _gpudirect.read_host(str(lab / "sysroot"))["peermem_loaded"]
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [
-    ({"fault": True}, "could not insert 'nvidia_peermem': Invalid argument"),
-    ({"mofed": False}, "could not insert 'nvidia_peermem': Invalid argument"),
-    ({"driver": ""}, "not found in directory /lib/modules/"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"fault": True}, "could not insert 'nvidia_peermem': Invalid argument"),
+        ({"mofed": False}, "could not insert 'nvidia_peermem': Invalid argument"),
+        ({"driver": ""}, "not found in directory /lib/modules/"),
+    ],
+)
 def test_peermem_failures_match_the_real_messages(lab, kwargs, message):
     declare(lab, **kwargs)
     result = run(MODPROBE, lab, "nvidia-peermem")
