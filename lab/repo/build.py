@@ -4,9 +4,10 @@
 Usage: lab/repo/build.py [--out DIR] [--force]
 
 Writes flat, signed apt repositories (Packages, Packages.gz, Release, InRelease, Release.gpg)
-under DIR (default .lab/repo). The signing key is a throwaway key generated for each build; its
-public half is exported to the paths listed under `keys:`, so a role's GPG-key step installs a
-real key and apt verifies real signatures. Skips the build when its inputs (this script,
+under DIR (default .lab/repo). The signing key is a throwaway key generated once per machine
+(kept in .lab/repo-gnupg, so a rebuild does not invalidate nodes that trust it); its public
+half is exported to the paths listed under `keys:`, so a role's GPG-key step installs a real
+key and apt verifies real signatures. Skips the build when its inputs (this script,
 packages.yml, lab/repo/files/, the running kernel) have not changed since the last one.
 Needs: dpkg-deb, gpg.
 """
@@ -189,8 +190,10 @@ def main() -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="gpufabric-repo.", dir=out.parent) as tmp:
         tmp_path = Path(tmp)
-        home = tmp_path / "gnupg"
-        home.mkdir(mode=0o700)
+        # The throwaway key is kept between builds (beside the output), so lab nodes that
+        # already trust it keep working when the repository is rebuilt.
+        home = out.parent / "repo-gnupg"
+        home.mkdir(mode=0o700, exist_ok=True)
         staging = tmp_path / "repo"
 
         def gpg(*argv):
@@ -212,13 +215,14 @@ def main() -> int:
                 stderr=subprocess.DEVNULL,
             )
 
-        gpg(
-            "--quick-generate-key",
-            "gpufabric lab throwaway repository key <lab@gpufabric.invalid>",
-            "ed25519",
-            "sign",
-            "90d",
-        )
+        if not (home / "pubring.kbx").exists():
+            gpg(
+                "--quick-generate-key",
+                "gpufabric lab throwaway repository key <lab@gpufabric.invalid>",
+                "ed25519",
+                "sign",
+                "90d",
+            )
         count = 0
         for repo in spec["repositories"]:
             repo_dir = staging / repo["path"]
