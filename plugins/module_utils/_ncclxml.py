@@ -17,7 +17,7 @@ The layout follows what NCCL itself builds from sysfs and dumps with NCCL_TOPO_D
   values, where a missing parent value (a host bridge) counts as 0, as in NCCL.
 * ``<gpu dev sm rank gdr>`` with ``<nvlink target count tclass>`` children from the NVLink
   counts of `nvidia-smi topo -m`; an 18-link SM90 GPU is taken to hang off NVSwitches
-  (``target="fffffff:ffff:ff" tclass="0x068000"``, what NCCL writes when the switch is not
+  (``target="fffffff:ff:ff.0" tclass="0x068000"``, what NCCL 2.27 dumped on a 2x H200 host whose switches are not
   visible as a PCI device), other counts are direct GPU links (``tclass="0x030200"``).
 * ``<nic><net name dev speed port latency guid maxconn gdr/></nic>`` in the NIC's ``<pci>``.
 Children of a node are ordered by bus id, as NCCL keeps them.
@@ -29,7 +29,7 @@ import re
 from typing import Any, Dict, List, Optional, Tuple
 from xml.sax.saxutils import quoteattr
 
-NVSWITCH_TARGET = "fffffff:ffff:ff"
+NVSWITCH_TARGET = "fffffff:ff:ff.0"
 
 
 class _Node:

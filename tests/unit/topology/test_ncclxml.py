@@ -82,7 +82,7 @@ def test_dgx_layout(sysroot):
     for g in gpus:
         links = g.findall("nvlink")
         assert [(n.get("target"), n.get("count"), n.get("tclass")) for n in links] == [
-            ("fffffff:ffff:ff", "18", "0x068000")
+            ("fffffff:ff:ff.0", "18", "0x068000")
         ]
     nets = {n.get("name"): n for n in root.iter("net")}
     assert sorted(nets) == [f"mlx5_{i}" for i in range(10)]
@@ -113,3 +113,22 @@ def test_direct_nvlink_pairs_point_at_the_peer():
     }  # fmt: skip
     view = X._pci_view(X.render_nccl_topo_xml(facts))
     assert view["0000:01:00.0"]["nvlink"] == [("0000:02:00.0", "4", "0x030200")]
+
+
+# Captured on a 2x H200 host (NVLink through NVSwitches not visible as PCI devices) by
+# tests/hardware/h200_compare.sh; see lab/snapshots/h200-real/README.md.
+REAL_X2 = Path(__file__).resolve().parents[3] / "lab" / "snapshots" / "h200-real" / "x2"
+
+
+def test_nvswitch_target_is_what_nccl_dumped_on_a_real_host():
+    dump = ET.parse(REAL_X2 / "nccl-topo-dump.xml").getroot()
+    links = {(n.get("target"), n.get("count"), n.get("tclass")) for n in dump.iter("nvlink")}
+    assert links == {(X.NVSWITCH_TARGET, "18", "0x068000")}
+
+
+def test_real_two_gpu_matrix_gives_nv18_both_ways():
+    parsed = T.parse_topo_matrix((REAL_X2 / "nvidia-smi-topo-m.txt").read_text())
+    assert parsed["devices"] == ["GPU0", "GPU1"]
+    assert parsed["matrix"]["GPU0"]["GPU1"] == "NV18"
+    assert parsed["matrix"]["GPU1"]["GPU0"] == "NV18"
+    assert parsed["cpu_affinity"] == {"GPU0": "0-31", "GPU1": "0-31"}
