@@ -21,6 +21,16 @@ from .resources import MERGE_SETS, Registry, ResourceType, crd_types, list_merge
 from .selectors import field_matcher, label_matcher, selector_matches
 from .store import Store
 
+_STALE = "the object has been modified; please apply your changes to the latest version and try again"
+
+
+def _check_fresh(rt: ResourceType, name: str, body: Dict[str, Any], current: Dict[str, Any]) -> None:
+    """Optimistic concurrency: a write that names a resourceVersion must name the current one (409 otherwise)."""
+    rv = (body.get("metadata") or {}).get("resourceVersion")
+    if rv and rv != current["metadata"]["resourceVersion"]:
+        raise conflict(rt.plural, rt.group, name, _STALE)
+
+
 DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 CRD_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
@@ -384,14 +394,7 @@ class Api:
                     obj["metadata"]["name"], name
                 ),
             )
-        rv = obj["metadata"].get("resourceVersion")
-        if rv and rv != old["metadata"]["resourceVersion"]:
-            raise conflict(
-                rt.plural,
-                rt.group,
-                name,
-                "the object has been modified; please apply your changes to the latest version and try again",
-            )
+        _check_fresh(rt, name, obj, old)
         if "managedFields" not in obj["metadata"]:
             obj["metadata"]["managedFields"] = old["metadata"].get("managedFields")
         return self._commit(rt, old, obj, req, subresource, "update")
@@ -426,14 +429,7 @@ class Api:
             )
         if not isinstance(new, dict):
             raise ApiError(422, "patch produced a non-object")
-        rv = (new.get("metadata") or {}).get("resourceVersion")
-        if rv and rv != old["metadata"]["resourceVersion"]:
-            raise conflict(
-                rt.plural,
-                rt.group,
-                name,
-                "the object has been modified; please apply your changes to the latest version and try again",
-            )
+        _check_fresh(rt, name, new, old)
         new = self._check_body(rt, ns, new)
         return self._commit(rt, old, new, req, subresource, "patch")
 
@@ -469,14 +465,7 @@ class Api:
             data = self.store.data[self.res(rt)]
             data[(ns if rt.namespaced else "", name)]["metadata"]["managedFields"] = stored["metadata"]["managedFields"]
             return self._present(rt, data[(ns if rt.namespaced else "", name)])
-        rv = config["metadata"].get("resourceVersion")
-        if rv and rv != old["metadata"]["resourceVersion"]:
-            raise conflict(
-                rt.plural,
-                rt.group,
-                name,
-                "the object has been modified; please apply your changes to the latest version and try again",
-            )
+        _check_fresh(rt, name, config, old)
         managed = ssa.Managed(old["metadata"].get("managedFields"))
         live = self._present(rt, old)
         merged = managed.apply(
@@ -751,14 +740,7 @@ class Api:
         current = self.get_scale(rt, ns, name)
         if content_type in ("", "application/json"):
             desired = body
-            rv = (body.get("metadata") or {}).get("resourceVersion")
-            if rv and rv != current["metadata"]["resourceVersion"]:
-                raise conflict(
-                    rt.plural,
-                    rt.group,
-                    name,
-                    "the object has been modified; please apply your changes to the latest version and try again",
-                )
+            _check_fresh(rt, name, body, current)
         elif content_type.startswith("application/json-patch"):
             desired = patches.json_patch(current, body)
         else:
