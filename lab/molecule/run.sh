@@ -1,6 +1,13 @@
 #!/usr/bin/env bash
 # Run molecule scenarios one after another (all of them, or those named), each with a fresh
 # TMPDIR (kubernetes.core caches API discovery there), and print a summary with durations.
+#
+# A scenario whose failure lies in the lab's own set-up steps (create, prepare: starting a
+# podman node, laying down its simulated hardware) is run once more, and the summary says so
+# with the first attempt's error. A failure in any step that exercises the collection (check,
+# converge, idempotence, verify, side_effect, ...) is never retried.
+# The last lines printed name each failed step and its first errors, so that a CI log that
+# keeps only its tail still shows why.
 set -uo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "${repo}" || exit 1
@@ -11,25 +18,64 @@ else
 fi
 ((${#scenarios[@]} > 0)) || { echo "no molecule scenarios found" >&2; exit 1; }
 
+plain() { sed -E 's/\x1b\[[0-9;]*[A-Za-z]//g' "$1"; }
+
+# The molecule step that failed in a scenario log ("create", "converge", ...), or nothing.
+failed_step() {
+    plain "$2" | grep -oE "^$1 > [a-z_]+: Executed: Failed" | head -n 1 | sed -E "s/^$1 > ([a-z_]+):.*/\1/"
+}
+
+# The first error lines of a log, one per line, shortened.
+first_errors() {
+    plain "$1" | grep -E 'fatal: |FAILED! |ERROR |Error: |failed=[1-9]|unreachable=[1-9]' \
+        | sed -E 's/^[[:space:]│]+//' | cut -c1-400 | head -n "${2:-6}"
+}
+
+run_one() { # scenario log
+    local tmp rc
+    tmp="$(mktemp -d "${TMPDIR:-/tmp}/molecule-$1.XXXXXX")"
+    TMPDIR="${tmp}" molecule test -s "$1" >"$2" 2>&1
+    rc=$?
+    rm -rf "${tmp}"
+    return "${rc}"
+}
+
 mkdir -p .lab/molecule
-failed=() summary=()
+failed=() summary=() diagnosis=()
 for s in "${scenarios[@]}"; do
     log=".lab/molecule/${s}.log"
-    tmp="$(mktemp -d "${TMPDIR:-/tmp}/molecule-${s}.XXXXXX")"
     start=$(date +%s)
     echo "== molecule test -s ${s} (log: ${log})"
-    if TMPDIR="${tmp}" molecule test -s "${s}" >"${log}" 2>&1; then
-        result=passed
-    else
-        result=FAILED
+    result=passed note=""
+    if ! run_one "${s}" "${log}"; then
+        step="$(failed_step "${s}" "${log}")"
+        case "${step}" in
+            create | prepare)
+                mv "${log}" ".lab/molecule/${s}.attempt1.log"
+                note="first attempt failed in lab set-up step '${step}'"
+                diagnosis+=("${s}: ${note}; log .lab/molecule/${s}.attempt1.log")
+                mapfile -t -O "${#diagnosis[@]}" diagnosis < <(first_errors ".lab/molecule/${s}.attempt1.log" | sed 's/^/    /')
+                echo "   ${note}; running it again"
+                run_one "${s}" "${log}" || result=FAILED
+                ;;
+            *) result=FAILED ;;
+        esac
+    fi
+    if [[ "${result}" == FAILED ]]; then
         failed+=("${s}")
         tail -n 80 "${log}"
+        step="$(failed_step "${s}" "${log}")"
+        diagnosis+=("${s}: FAILED in step '${step:-unknown}'; log ${log}")
+        mapfile -t -O "${#diagnosis[@]}" diagnosis < <(first_errors "${log}" | sed 's/^/    /')
     fi
-    rm -rf "${tmp}"
-    summary+=("$(printf '%-28s %-7s %4ss' "${s}" "${result}" "$(($(date +%s) - start))")")
+    summary+=("$(printf '%-28s %-7s %4ss %s' "${s}" "${result}" "$(($(date +%s) - start))" "${note:+(${note})}")")
 done
 printf '\nmolecule scenarios:\n'
 printf '  %s\n' "${summary[@]}"
+if ((${#diagnosis[@]} > 0)); then
+    printf '\nwhat went wrong:\n'
+    printf '  %s\n' "${diagnosis[@]}"
+fi
 if ((${#failed[@]} > 0)); then
     echo "failed: ${failed[*]}" >&2
     exit 1
