@@ -29,8 +29,7 @@ The file formats follow the kernel ABI (see README.md for each file and its sour
 from __future__ import annotations
 
 import argparse
-import gzip
-import io
+import importlib.util
 import json
 import os
 import re
@@ -44,6 +43,19 @@ from typing import Any, Dict, List, Optional, Tuple
 HERE = os.path.dirname(os.path.abspath(__file__))
 LAYOUTS = os.path.join(HERE, "layouts")
 REAL_CAPTURES = {"h200-real": os.path.join(HERE, "h200-real", "snapshot.tar.gz")}
+
+
+def _load_capture_script():
+    """The capture script that playbooks/snapshot.yml ships to nodes; its tarball writer makes
+    built snapshots byte-compatible with captured ones."""
+    path = os.path.join(HERE, "..", "..", "playbooks", "files", "snapshot_capture.py")
+    spec = importlib.util.spec_from_file_location("gpufabric_snapshot_capture", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+write_tarball = _load_capture_script().write_tarball
 
 # PCI identities of the hardware models used by the layouts.
 # ids: torvalds/linux drivers/net/ethernet/mellanox/mlx5/core/main.c (mlx5 table), pci.ids
@@ -510,36 +522,6 @@ def _extract(tarball: str, dest: str) -> None:
                 continue
             members.append(m)
         tf.extractall(dest, members=members)
-
-
-def write_tarball(src_dir: str, output: str) -> None:
-    """Pack a sysroot directory deterministically (sorted, mtime 0, root-owned, relative names)."""
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tf:
-        for dirpath, dirnames, filenames in os.walk(src_dir):
-            dirnames.sort()
-            rel_dir = os.path.relpath(dirpath, src_dir)
-            links = [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
-            if not filenames and not dirnames and rel_dir != ".":
-                _add(tf, dirpath, os.path.normpath(rel_dir))  # keep empty dirs (link targets)
-            for fn in sorted(filenames + links):
-                _add(tf, os.path.join(dirpath, fn), os.path.normpath(os.path.join(rel_dir, fn)))
-            dirnames[:] = [d for d in dirnames if d not in links]
-    with open(output, "wb") as out, gzip.GzipFile(fileobj=out, mode="wb", mtime=0, filename="") as gz:
-        gz.write(buf.getvalue())
-
-
-def _add(tf: tarfile.TarFile, full: str, arcname: str) -> None:
-    info = tf.gettarinfo(full, arcname=arcname)
-    info.mtime = 0
-    info.uid = info.gid = 0
-    info.uname = info.gname = "root"
-    if info.isreg():
-        info.mode = 0o644
-        with open(full, "rb") as fh:
-            tf.addfile(info, fh)
-    else:
-        tf.addfile(info)
 
 
 def build(name: str, output: str) -> None:

@@ -22,13 +22,9 @@ options:
     description: Installed package name to version (for example from M(ansible.builtin.package_facts)).
     type: dict
     default: {}
+extends_documentation_fragment:
+  - gpufabric.rollout.read_only
 attributes:
-  check_mode:
-    support: full
-    description: Reads only; runs the same in check mode.
-  diff_mode:
-    support: none
-    description: Nothing changes, so there is no diff.
   platform:
     platforms: posix
     support: full

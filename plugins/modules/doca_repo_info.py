@@ -32,13 +32,9 @@ options:
     description: Seconds to wait for each download.
     type: int
     default: 30
+extends_documentation_fragment:
+  - gpufabric.rollout.read_only
 attributes:
-  check_mode:
-    support: full
-    description: Reads only; runs the same in check mode.
-  diff_mode:
-    support: none
-    description: Nothing changes, so there is no diff.
   platform:
     platforms: posix
     support: full

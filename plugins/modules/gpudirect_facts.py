@@ -42,13 +42,9 @@ options:
     description:
       - Whether MOFED/DOCA-OFED is installed; when not set it is detected (C(ofed_info -s), C(/usr/src/ofa_kernel)).
     type: bool
+extends_documentation_fragment:
+  - gpufabric.rollout.read_only
 attributes:
-  check_mode:
-    support: full
-    description: Reads only; runs the same in check mode.
-  diff_mode:
-    support: none
-    description: Nothing changes, so there is no diff.
   platform:
     support: full
     platforms: posix

@@ -56,13 +56,9 @@ options:
         from the facts.
     type: bool
     default: false
+extends_documentation_fragment:
+  - gpufabric.rollout.read_only
 attributes:
-  check_mode:
-    support: full
-    description: The module only reads; it runs the same in check mode.
-  diff_mode:
-    support: none
-    description: Nothing is changed, so there is no diff.
   platform:
     platforms: posix
     support: full

@@ -30,6 +30,33 @@ for m in "${repo}"/plugins/modules/*.py; do
         status=1
     fi
 done
+
+# The snapshot playbook runs from the installed collection (its capture script ships with it):
+# re-capture an unpacked lab snapshot through it and discover the result with the installed
+# topology_facts. An 8-GPU, 10-NIC node must come back as such.
+installed=(env -u ANSIBLE_CONFIG ANSIBLE_COLLECTIONS_PATH="${work}/installed")
+python3 "${repo}/lab/snapshots/build.py" dgx-h200-8x8 "${work}/source.tar.gz" >/dev/null
+local_python=(-i localhost, -c local -e "ansible_python_interpreter=$(command -v python3)")
+mkdir "${work}/source" "${work}/captured"
+tar -xzf "${work}/source.tar.gz" -C "${work}/source"
+if ! "${installed[@]}" ansible-playbook gpufabric.rollout.snapshot "${local_python[@]}" \
+    -e snapshot_hosts=localhost -e "snapshot_root=${work}/source" -e snapshot_nvidia_smi=false \
+    -e "snapshot_dest=${work}/snapshots" -e "snapshot_python=$(command -v python3)" >"${work}/snapshot.log" 2>&1; then
+    cat "${work}/snapshot.log" >&2
+    echo "the installed gpufabric.rollout.snapshot playbook failed" >&2
+    exit 1
+fi
+tar -xzf "${work}/snapshots/localhost.tar.gz" -C "${work}/captured"
+found="$("${installed[@]}" ansible localhost "${local_python[@]}" -m gpufabric.rollout.topology_facts \
+    -a "sysroot=${work}/captured" 2>/dev/null | sed '1s/^localhost | SUCCESS => //' \
+    | python3 -c 'import json,sys; t=json.load(sys.stdin)["ansible_facts"]["gpufabric_topology"]; print(len(t["gpus"]), len(t["nics"]))' || true)"
+if [[ "${found}" != "8 10" ]]; then
+    echo "discovery on the snapshot captured by the installed playbook found '${found}' GPUs/NICs, expected '8 10'" >&2
+    status=1
+else
+    echo "the installed snapshot playbook captured a node that discovery reads back (8 GPUs, 10 NICs)"
+fi
+
 count="$(grep -c '^gpufabric\.rollout\.' <<<"${listing}" || true)"
 echo "ansible-doc lists ${count} module(s) and $(grep -c '^gpufabric\.rollout\.' <<<"${filters}" || true) filter(s) from the installed collection"
 exit "${status}"

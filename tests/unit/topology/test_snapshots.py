@@ -14,6 +14,9 @@ REPO = Path(__file__).resolve().parents[3]
 SYNTHETIC = ["dgx-h200-8x8", "vm-2gpu", "roce-vlan-gid", "pcie-l40s-4x2"]
 
 
+CAPTURE = REPO / "playbooks/files/snapshot_capture.py"
+
+
 def test_known_names(snapshots):
     assert snapshots.known_names() == [*sorted(SYNTHETIC), "h200-real"]
 
@@ -92,11 +95,11 @@ def test_node_identities(snapshots, tmp_path):
 
 
 def test_capture_round_trip(snapshots, tmp_path):
-    """capture.py over a materialized tree gives back the files discovery reads."""
+    """The snapshot capture script over a materialized tree gives back the files discovery reads."""
     src = Path(snapshots.materialize("roce-vlan-gid@2", str(tmp_path / "src")))
     out = tmp_path / "cap.tgz"
     res = subprocess.run(
-        [sys.executable, str(REPO / "lab/snapshots/capture.py"), "--root", str(src), "--output", str(out),
+        [sys.executable, str(CAPTURE), "--root", str(src), "--output", str(out),
          "--no-nvidia-smi"],
         capture_output=True,
         text=True,
@@ -124,7 +127,7 @@ def test_capture_round_trip(snapshots, tmp_path):
 
 def test_capture_refuses_a_non_sysfs_root(tmp_path):
     res = subprocess.run(
-        [sys.executable, str(REPO / "lab/snapshots/capture.py"), "--root", str(tmp_path), "--output", "x.tgz"],
+        [sys.executable, str(CAPTURE), "--root", str(tmp_path), "--output", "x.tgz"],
         capture_output=True,
         text=True,
         check=False,

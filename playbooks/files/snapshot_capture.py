@@ -4,7 +4,7 @@
 Run on a live node (as root, so PCI config spaces are read in full), normally through
 playbooks/snapshot.yml:
 
-    python3 capture.py --output /tmp/node.tar.gz [--root /] [--no-nvidia-smi]
+    python3 snapshot_capture.py --output /tmp/node.tar.gz [--root /] [--no-nvidia-smi]
 
 Stdlib only, Python >= 3.6.  What is captured (paths relative to the sysroot):
   * every PCI function in sys/bus/pci/devices and every bridge above it: identity, NUMA, link
@@ -235,31 +235,33 @@ class Capture:
 
 
 def write_tarball(src_dir: str, output: str) -> None:
-    """Deterministic tar.gz of src_dir with sysroot-relative member names."""
+    """Pack a sysroot directory deterministically (sorted, mtime 0, root-owned, relative names)."""
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tf:
         for dirpath, dirnames, filenames in os.walk(src_dir):
             dirnames.sort()
             rel_dir = os.path.relpath(dirpath, src_dir)
             links = [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
-            empty_dir = not filenames and not dirnames
-            if empty_dir and rel_dir != ".":
-                info = tf.gettarinfo(dirpath, arcname=os.path.normpath(rel_dir))
-                info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "root", "root"
-                tf.addfile(info)
+            if not filenames and not dirnames and rel_dir != ".":
+                _add_member(tf, dirpath, os.path.normpath(rel_dir))  # keep empty dirs (link targets)
             for fn in sorted(filenames + links):
-                full = os.path.join(dirpath, fn)
-                info = tf.gettarinfo(full, arcname=os.path.normpath(os.path.join(rel_dir, fn)))
-                info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "root", "root"
-                if info.isreg():
-                    info.mode = 0o644
-                    with open(full, "rb") as fh:
-                        tf.addfile(info, fh)
-                else:
-                    tf.addfile(info)
+                _add_member(tf, os.path.join(dirpath, fn), os.path.normpath(os.path.join(rel_dir, fn)))
             dirnames[:] = [d for d in dirnames if d not in links]
     with open(output, "wb") as out, gzip.GzipFile(fileobj=out, mode="wb", mtime=0, filename="") as gz:
         gz.write(buf.getvalue())
+
+
+def _add_member(tf: tarfile.TarFile, full: str, arcname: str) -> None:
+    info = tf.gettarinfo(full, arcname=arcname)
+    info.mtime = 0
+    info.uid = info.gid = 0
+    info.uname = info.gname = "root"
+    if info.isreg():
+        info.mode = 0o644
+        with open(full, "rb") as fh:
+            tf.addfile(info, fh)
+    else:
+        tf.addfile(info)
 
 
 def main() -> int:
@@ -269,7 +271,7 @@ def main() -> int:
     ap.add_argument("--no-nvidia-smi", action="store_true", help="do not run nvidia-smi topo -m")
     args = ap.parse_args()
     if not os.path.isdir(os.path.join(args.root, "sys/bus/pci/devices")):
-        print(f"capture.py: {args.root} has no sys/bus/pci/devices; not a sysfs root", file=sys.stderr)
+        print(f"snapshot_capture.py: {args.root} has no sys/bus/pci/devices; not a sysfs root", file=sys.stderr)
         return 2
     tmp = tempfile.mkdtemp(prefix="gpufabric-snapshot-")
     try:
