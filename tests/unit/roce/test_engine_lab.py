@@ -1,7 +1,7 @@
 """The apply engine against the lab simulators on a real lab hardware tree, both backends.
 
 Builds the dgx-h200-8x8 snapshot (lab/snapshots/build.py), adds the driver flavour's sysfs
-(molecule/roce_mlnx/files/lab_driver_sysfs.py), and runs read -> diff -> apply -> read back
+(lab/hardware/nic_driver_sysfs.py), and runs read -> diff -> apply -> read back
 through lab/simulators/{mlnx_qos,dcb,setpci} as subprocesses, exactly as on a lab node.
 """
 
@@ -66,7 +66,7 @@ def pristine(tmp_path_factory):
         trees[flavour] = str(base / flavour)
         SNAPSHOTS.materialize("dgx-h200-8x8@1", trees[flavour])
         subprocess.run(
-            [sys.executable, str(REPO / "molecule/roce_mlnx/files/lab_driver_sysfs.py"), flavour, trees[flavour]],
+            [sys.executable, str(REPO / "lab/hardware/nic_driver_sysfs.py"), flavour, trees[flavour]],
             check=True,
         )
     return trees

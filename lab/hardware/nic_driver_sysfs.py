@@ -3,7 +3,7 @@
 """Add the mlx5 driver's QoS-related sysfs/configfs/debugfs files to a lab hardware tree.
 
 The lab snapshots (lab/snapshots) describe PCI/netdev/RDMA topology only. What the NIC driver
-adds on top depends on the driver flavour, which is what the two roce scenarios test:
+adds on top depends on the driver flavour (the roce scenarios test one each):
 
 * ``mofed`` (MLNX_OFED/DOCA-OFED mlx5, MOFED kernel tree en_sysfs.c): per netdev
   ``ecn/roce_{np,rp}/enable/0..7`` and ``ecn/roce_np/{cnp_dscp,cnp_802p_prio}``, ``qos/trust``
@@ -15,12 +15,37 @@ adds on top depends on the driver flavour, which is what the two roce scenarios 
 
 Power-on values: trust pcp, the firmware DSCP table (priority = DSCP >> 3), CNP DSCP 48 and
 priority 6 (firmware NV defaults, facts.md 1.1), ECN enable 0 on every priority (the lab starts
-with DCQCN off so that enabling it is visible). Run at every lab boot after the hardware tree
-is restored: ``lab_driver_sysfs.py mofed|inbox SYSROOT``.
+with DCQCN off so that enabling it is visible).
+
+Usage: ``nic_driver_sysfs.py mofed|inbox|boot SYSROOT``.
+``boot`` is what the lab node's hardware unit runs after restoring the power-on tree: the
+DOCA-OFED flavour when the lab's stand-in DOCA-OFED kernel modules are installed (their DKMS
+modules take precedence over the inbox ones at boot, as on a real host), else the node's
+configured flavour (``/etc/gpufabric-lab/nic-driver``, written by lab/prepare.yml from
+``gpufabric_lab_nic_driver``; inbox when absent). The lab's stand-in ``openibd start`` runs
+``mofed``: loading DOCA-OFED brings its sysfs and resets the QoS state to power-on values.
 """
 
 import os
 import sys
+
+FLAVOURS = ("mofed", "inbox")
+OFED_RELEASE = "/usr/lib/gpufabric-lab/ofed-release"
+CONFIGURED = "/etc/gpufabric-lab/nic-driver"
+
+
+def boot_flavour(ofed_release=OFED_RELEASE, configured=CONFIGURED):
+    """The flavour a node comes up with: DOCA-OFED when installed, else the configured one."""
+    if os.path.exists(ofed_release):
+        return "mofed"
+    try:
+        with open(configured) as fh:
+            flavour = fh.read().strip()
+    except FileNotFoundError:
+        return "inbox"
+    if flavour not in FLAVOURS:
+        raise ValueError(f"{configured}: unknown NIC driver flavour {flavour!r} (mofed or inbox)")
+    return flavour
 
 
 def write(path, text):
@@ -42,10 +67,16 @@ def mlx5_pf_netdevs(sysroot):
 
 
 def main(argv):
-    if len(argv) != 2 or argv[0] not in ("mofed", "inbox"):
-        sys.stderr.write("usage: lab_driver_sysfs.py mofed|inbox SYSROOT\n")
+    if len(argv) != 2 or argv[0] not in (*FLAVOURS, "boot"):
+        sys.stderr.write("usage: nic_driver_sysfs.py mofed|inbox|boot SYSROOT\n")
         return 2
     flavour, sysroot = argv
+    if flavour == "boot":
+        try:
+            flavour = boot_flavour()
+        except ValueError as exc:
+            sys.stderr.write(f"nic_driver_sysfs.py: {exc}\n")
+            return 1
     os.makedirs(os.path.join(sysroot, "sys/kernel/config/rdma_cm"), exist_ok=True)
     for netdev, devdir in mlx5_pf_netdevs(sysroot):
         netdir = os.path.join(sysroot, "sys/class/net", netdev)
