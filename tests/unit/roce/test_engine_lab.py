@@ -2,7 +2,7 @@
 
 Builds the dgx-h200-8x8 snapshot (lab/snapshots/build.py), adds the driver flavour's sysfs
 (lab/hardware/nic_driver_sysfs.py), and runs read -> diff -> apply -> read back
-through lab/simulators/{mlnx_qos,dcb,setpci} as subprocesses, exactly as on a lab node.
+through lab/simulators/{mlnx_qos,dcb,setpci,ethtool} as subprocesses, exactly as on a lab node.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def make_lab(flavour, tmp_path, pristine):
     shutil.copytree(pristine[flavour], sysroot, symlinks=True)
     bindir = tmp_path / "bin"
     bindir.mkdir()
-    tools = ["dcb", "rdma", "setpci"] + (["mlnx_qos"] if flavour == "mofed" else [])
+    tools = ["dcb", "rdma", "setpci", "ethtool"] + (["mlnx_qos"] if flavour == "mofed" else [])
     for tool in tools:
         os.symlink(SIMS / tool, bindir / tool)
     env = dict(os.environ, GPUFABRIC_LAB_SYSROOT=sysroot, LC_ALL="C")
@@ -108,7 +108,7 @@ def test_apply_is_honest_in_check_mode_then_idempotent(lab):
     check = _qos.run_plan_interfaces(ifaces, "auto", io, check_mode=True)
     assert check["backend"] == ("mlnx_qos" if flavour == "mofed" else "dcb")
     assert check["changed"] is True
-    expected = {"dscp2prio", "pfc", "roce_mode", "roce_tos", "trust"}
+    expected = {"dscp2prio", "global_pause", "pfc", "roce_mode", "roce_tos", "trust"}
     if flavour == "mofed":
         expected |= {"ecn", "traffic_class"}
     assert set(check["interfaces"][0]["changed_keys"]) == expected
@@ -126,6 +126,9 @@ def test_apply_is_honest_in_check_mode_then_idempotent(lab):
         assert "ecn" not in after and after["cnp_dscp"] == 48
         assert any("ROCE_CC_PRIO_MASK" in w for w in first["warnings"])
     assert first["interfaces"][0]["roce_active_mtu"] == 4096
+    assert after["global_pause"] == {"rx": False, "tx": False}
+    pause = _qos.parse_ethtool_pause(io.check(["ethtool", "-a", first["interfaces"][0]["netdev"]]))
+    assert pause == {"autoneg": False, "rx": False, "tx": False}
 
     second = _qos.run_plan_interfaces(ifaces, "auto", io, check_mode=False)
     assert second["changed"] is False
