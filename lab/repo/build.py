@@ -51,11 +51,27 @@ def log(msg: str) -> None:
     print("[repo] " + msg, file=sys.stderr)
 
 
+def referenced_sources(node) -> list:
+    """Every file packages.yml names with ``source:``, wherever it lives (some are test fixtures)."""
+    found = []
+    if isinstance(node, dict):
+        if isinstance(node.get("source"), str):
+            found.append((FILES / node["source"]).resolve())
+        for value in node.values():
+            found.extend(referenced_sources(value))
+    elif isinstance(node, list):
+        for value in node:
+            found.extend(referenced_sources(value))
+    return found
+
+
 def inputs_digest(kernel: str) -> str:
     digest = hashlib.sha256()
-    for path in [Path(__file__).resolve(), HERE / "packages.yml", *sorted(FILES.rglob("*"))]:
+    spec = yaml.safe_load((HERE / "packages.yml").read_text())
+    inputs = {Path(__file__).resolve(), HERE / "packages.yml", *FILES.rglob("*"), *referenced_sources(spec)}
+    for path in sorted(inputs):
         if path.is_file():
-            digest.update(str(path.relative_to(HERE)).encode() + b"\0" + path.read_bytes() + b"\0")
+            digest.update(str(os.path.relpath(path, HERE)).encode() + b"\0" + path.read_bytes() + b"\0")
     digest.update(kernel.encode())
     return digest.hexdigest()
 
