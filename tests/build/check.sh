@@ -36,7 +36,7 @@ done
 # topology_facts. An 8-GPU, 10-NIC node must come back as such.
 installed=(env -u ANSIBLE_CONFIG ANSIBLE_COLLECTIONS_PATH="${work}/installed")
 python3 "${repo}/lab/snapshots/build.py" dgx-h200-8x8 "${work}/source.tar.gz" >/dev/null
-local_python=(-i localhost, -c local -e "ansible_python_interpreter=$(command -v python3)")
+local_python=(-i "localhost," -c local -e "ansible_python_interpreter=$(command -v python3)")
 mkdir "${work}/source" "${work}/captured"
 tar -xzf "${work}/source.tar.gz" -C "${work}/source"
 if ! "${installed[@]}" ansible-playbook gpufabric.rollout.snapshot "${local_python[@]}" \
