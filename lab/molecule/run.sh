@@ -31,6 +31,12 @@ first_errors() {
         | sed -E 's/^[[:space:]│]+//' | cut -c1-400 | head -n "${2:-6}"
 }
 
+# Add a headline and the log's first errors to what the summary reports as having gone wrong.
+diagnose() { # headline log
+    diagnosis+=("$1")
+    mapfile -t -O "${#diagnosis[@]}" diagnosis < <(first_errors "$2" | sed 's/^/    /')
+}
+
 run_one() { # scenario log
     local tmp rc
     tmp="$(mktemp -d "${TMPDIR:-/tmp}/molecule-$1.XXXXXX")"
@@ -53,8 +59,7 @@ for s in "${scenarios[@]}"; do
             create | prepare)
                 mv "${log}" ".lab/molecule/${s}.attempt1.log"
                 note="first attempt failed in lab set-up step '${step}'"
-                diagnosis+=("${s}: ${note}; log .lab/molecule/${s}.attempt1.log")
-                mapfile -t -O "${#diagnosis[@]}" diagnosis < <(first_errors ".lab/molecule/${s}.attempt1.log" | sed 's/^/    /')
+                diagnose "${s}: ${note}; log .lab/molecule/${s}.attempt1.log" ".lab/molecule/${s}.attempt1.log"
                 echo "   ${note}; running it again"
                 run_one "${s}" "${log}" || result=FAILED
                 ;;
@@ -65,8 +70,7 @@ for s in "${scenarios[@]}"; do
         failed+=("${s}")
         tail -n 80 "${log}"
         step="$(failed_step "${s}" "${log}")"
-        diagnosis+=("${s}: FAILED in step '${step:-unknown}'; log ${log}")
-        mapfile -t -O "${#diagnosis[@]}" diagnosis < <(first_errors "${log}" | sed 's/^/    /')
+        diagnose "${s}: FAILED in step '${step:-unknown}'; log ${log}" "${log}"
     fi
     summary+=("$(printf '%-28s %-7s %4ss %s' "${s}" "${result}" "$(($(date +%s) - start))" "${note:+(${note})}")")
 done

@@ -10,12 +10,17 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[3]
 SCRIPT = REPO / "lab/hardware/nic_driver_sysfs.py"
-_spec = importlib.util.spec_from_file_location("nic_driver_sysfs", SCRIPT)
-nic_driver = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(nic_driver)
-_build_spec = importlib.util.spec_from_file_location("snapshots_build", REPO / "lab/snapshots/build.py")
-SNAPSHOTS = importlib.util.module_from_spec(_build_spec)
-_build_spec.loader.exec_module(SNAPSHOTS)
+
+
+def _load(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+nic_driver = _load("nic_driver_sysfs", SCRIPT)
+SNAPSHOTS = _load("snapshots_build", REPO / "lab/snapshots/build.py")
 
 
 def test_boot_flavour_is_mofed_once_doca_ofed_modules_are_installed(tmp_path):
