@@ -7,6 +7,9 @@ REPO_ROOT="$(cd "${LAB_ROOT}/.." && pwd)"
 LAB_STATE="${REPO_ROOT}/.lab"
 LAB_IMAGE_NAME="localhost/gpufabric-lab"
 LAB_LABEL="io.gpufabric.lab=1"
+# Built artefacts that outlive a checkout (control-plane binaries, Helm, ...), shared by every
+# checkout and CI run on this machine; GPUFABRIC_CACHE_DIR moves it.
+LAB_CACHE="${GPUFABRIC_CACHE_DIR:-${XDG_CACHE_HOME:-${HOME}/.cache}/gpufabric-rollout}"
 
 log() { printf '[lab] %s\n' "$*" >&2; }
 die() { printf '[lab] ERROR: %s\n' "$*" >&2; exit 1; }
