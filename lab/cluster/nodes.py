@@ -32,7 +32,7 @@ from typing import Any, Dict, Iterable, List, Tuple
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / ".collections"))
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils._topology import discover  # noqa: E402
+from ansible_collections.gpufabric.rollout.plugins.module_utils._topology import discover
 
 FIELD_MANAGER = "gpufabric-lab-nodes"
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
@@ -153,21 +153,16 @@ def main(argv: List[str]) -> int:
     for item in args.nodes:
         name, sep, snapshot = item.partition("=")
         if not sep or not name or not snapshot:
-            parser.error("expected NAME=SNAPSHOT, got %r" % item)
+            parser.error(f"expected NAME=SNAPSHOT, got {item!r}")
         pairs.append((name, snapshot))
     nodes = describe(pairs, args.sysroots, args.memory)
     register(client(args.kubeconfig), nodes)
     for node in nodes:
         cap = node["status"]["capacity"]
+        nics = len(json.loads(node["metadata"]["annotations"][NICS_ANNOTATION]))
         print(
-            "node %s: cpu %s, memory %s, nvidia.com/gpu %s, %d RDMA NICs"
-            % (
-                node["metadata"]["name"],
-                cap["cpu"],
-                cap["memory"],
-                cap.get("nvidia.com/gpu", "0"),
-                len(json.loads(node["metadata"]["annotations"][NICS_ANNOTATION])),
-            )
+            f"node {node['metadata']['name']}: cpu {cap['cpu']}, memory {cap['memory']}, "
+            f"nvidia.com/gpu {cap.get('nvidia.com/gpu', '0')}, {nics} RDMA NICs"
         )
     return 0
 

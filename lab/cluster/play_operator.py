@@ -40,8 +40,13 @@ from kubernetes.client.exceptions import ApiException
 
 FIELD_MANAGER = "gpufabric-lab-operator-standin"
 NICS_ANNOTATION = "lab.gpufabric.io/rdma-nics"
-SELECTOR_KEYS = {"vendors": "vendor", "deviceIDs": "deviceID", "drivers": "driver", "ifNames": "ifName",
-                 "linkTypes": "linkType"}
+SELECTOR_KEYS = {
+    "vendors": "vendor",
+    "deviceIDs": "deviceID",
+    "drivers": "driver",
+    "ifNames": "ifName",
+    "linkTypes": "linkType",
+}
 
 
 # ------------------------------------------------------------------------------- operand table
@@ -82,8 +87,9 @@ def _match_expression(labels: Dict[str, str], expr: Dict[str, Any]) -> bool:
 
 
 def _cluster_policy_selects(obj: Dict[str, Any], labels: Dict[str, str]) -> bool:
-    required = (((obj.get("spec") or {}).get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
-                or {})
+    required = ((obj.get("spec") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
     terms = required.get("nodeSelectorTerms") or []
     if not terms:
         return True
@@ -108,10 +114,24 @@ class Operand:
 
 
 OPERANDS = [
-    Operand("NicClusterPolicy", "mellanox.com", "v1alpha1", "nicclusterpolicies", _components_status,
-            _cluster_policy_selects, _rdma_shared_device_plugin),
-    Operand("NicNodePolicy", "mellanox.com", "v1alpha1", "nicnodepolicies", _components_status,
-            _node_policy_selects, _rdma_shared_device_plugin),
+    Operand(
+        "NicClusterPolicy",
+        "mellanox.com",
+        "v1alpha1",
+        "nicclusterpolicies",
+        _components_status,
+        _cluster_policy_selects,
+        _rdma_shared_device_plugin,
+    ),
+    Operand(
+        "NicNodePolicy",
+        "mellanox.com",
+        "v1alpha1",
+        "nicnodepolicies",
+        _components_status,
+        _node_policy_selects,
+        _rdma_shared_device_plugin,
+    ),
 ]
 
 
@@ -139,7 +159,7 @@ def node_resources(node: Dict[str, Any], policies: List[tuple]) -> Dict[str, str
         for entry in operand.devices(obj):
             selectors = entry.get("selectors") or {}
             if any(nic_matches(nic, selectors) for nic in nics):
-                name = "%s/%s" % (entry.get("resourcePrefix") or "rdma", entry["resourceName"])
+                name = f"{entry.get('resourcePrefix') or 'rdma'}/{entry['resourceName']}"
                 out[name] = str(entry.get("rdmaHcaMax") or 1000)
     return out
 
@@ -185,10 +205,10 @@ class StandIn:
                     self.dirty.set()
             except ApiException as exc:
                 if exc.status not in (404, 410):
-                    print("play_operator: watch %s: %s %s" % (name, exc.status, exc.reason), file=sys.stderr, flush=True)
+                    print(f"play_operator: watch {name}: {exc.status} {exc.reason}", file=sys.stderr, flush=True)
                 time.sleep(1)
-            except Exception as exc:  # noqa: BLE001  (connection resets: retry like an informer)
-                print("play_operator: watch %s: %s" % (name, exc), file=sys.stderr, flush=True)
+            except Exception as exc:
+                print(f"play_operator: watch {name}: {exc}", file=sys.stderr, flush=True)
                 time.sleep(1)
             self.dirty.set()
 
@@ -226,7 +246,11 @@ class StandIn:
                 have = obj.get("status") or {}
                 if {k: have.get(k) for k in want} != want:
                     custom.patch_cluster_custom_object_status(
-                        operand.group, operand.version, operand.plural, obj["metadata"]["name"], {"status": want},
+                        operand.group,
+                        operand.version,
+                        operand.plural,
+                        obj["metadata"]["name"],
+                        {"status": want},
                         _content_type="application/merge-patch+json",
                     )
                     changed += 1
@@ -241,7 +265,10 @@ class StandIn:
                 "status": {"capacity": want, "allocatable": want},
             }
             core.patch_node_status(
-                node["metadata"]["name"], body, field_manager=FIELD_MANAGER, force=True,
+                node["metadata"]["name"],
+                body,
+                field_manager=FIELD_MANAGER,
+                force=True,
                 _content_type="application/apply-patch+yaml",
             )
             changed += 1
@@ -261,8 +288,8 @@ class StandIn:
                 try:
                     self.reconcile()
                     last_mode, last_full = mode, time.monotonic()
-                except Exception as exc:  # noqa: BLE001  (log and retry on the next tick)
-                    print("play_operator: reconcile: %s" % exc, file=sys.stderr, flush=True)
+                except Exception as exc:
+                    print(f"play_operator: reconcile: {exc}", file=sys.stderr, flush=True)
                     time.sleep(0.5)
 
 

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import pki  # noqa: E402  (beside this file)
+import pki
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -114,7 +114,7 @@ def choose_ports(state: State) -> Dict[str, int]:
 # ------------------------------------------------------------------------------------- processes
 def _cmdline(pid: int) -> List[str]:
     try:
-        return Path("/proc/%d/cmdline" % pid).read_bytes().decode(errors="replace").split("\0")
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
     except OSError:
         return []
 
@@ -131,7 +131,7 @@ def running_pid(state: State, name: str) -> Optional[int]:
     if not ours or not any(str(state.root) in a for a in argv):
         return None
     try:
-        with open("/proc/%d/stat" % pid, encoding="utf-8") as fh:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:
             if fh.read().rsplit(")", 1)[1].split()[0] == "Z":
                 return None
     except OSError:
@@ -143,7 +143,7 @@ def spawn(state: State, name: str, argv: List[str], env: Optional[Dict[str, str]
     state.logs.mkdir(parents=True, exist_ok=True)
     state.run.mkdir(parents=True, exist_ok=True)
     with open(state.logs / (name + ".log"), "ab") as out:
-        proc = subprocess.Popen(  # noqa: S603  (argv list, no shell)
+        proc = subprocess.Popen(
             argv,
             stdin=subprocess.DEVNULL,
             stdout=out,
@@ -152,7 +152,7 @@ def spawn(state: State, name: str, argv: List[str], env: Optional[Dict[str, str]
             cwd=str(state.root),
             env=env,
         )
-    state.pidfile(name).write_text("%d\n" % proc.pid)
+    state.pidfile(name).write_text(f"{proc.pid}\n")
     return proc.pid
 
 
@@ -240,21 +240,21 @@ def write_kubeconfig(path: Path, server: str, ca: Path, cert_stem: Path, user: s
 
 # ------------------------------------------------------------------------------------ arguments
 def args_etcd(state: State, files: Dict[str, Path], ports: Dict[str, int]) -> List[str]:
-    peer = "http://127.0.0.1:%d" % ports["etcd_peer"]
-    client = "https://127.0.0.1:%d" % ports["etcd_client"]
+    peer = f"http://127.0.0.1:{ports['etcd_peer']}"
+    client = f"https://127.0.0.1:{ports['etcd_client']}"
     return [
         str(state.bin / "etcd"),
         "--name=lab",
-        "--data-dir=%s" % state.etcd_data,
+        f"--data-dir={state.etcd_data}",
         "--listen-client-urls=" + client,
         "--advertise-client-urls=" + client,
         "--listen-peer-urls=" + peer,
         "--initial-advertise-peer-urls=" + peer,
         "--initial-cluster=lab=" + peer,
-        "--cert-file=%s.crt" % files["etcd-server"],
-        "--key-file=%s.key" % files["etcd-server"],
+        f"--cert-file={files['etcd-server']}.crt",
+        f"--key-file={files['etcd-server']}.key",
         "--client-cert-auth=true",
-        "--trusted-ca-file=%s" % files["ca"],
+        f"--trusted-ca-file={files['ca']}",
         # The lab's cluster is disposable: no fsync per write (a real cluster keeps it).
         "--unsafe-no-fsync=true",
         "--log-level=warn",
@@ -266,20 +266,20 @@ def args_apiserver(state: State, files: Dict[str, Path], ports: Dict[str, int]) 
         str(state.bin / "kube-apiserver"),
         "--bind-address=127.0.0.1",
         "--advertise-address=127.0.0.1",
-        "--secure-port=%d" % ports["apiserver"],
-        "--etcd-servers=https://127.0.0.1:%d" % ports["etcd_client"],
-        "--etcd-cafile=%s" % files["ca"],
-        "--etcd-certfile=%s.crt" % files["apiserver-etcd-client"],
-        "--etcd-keyfile=%s.key" % files["apiserver-etcd-client"],
-        "--tls-cert-file=%s.crt" % files["apiserver"],
-        "--tls-private-key-file=%s.key" % files["apiserver"],
-        "--client-ca-file=%s" % files["ca"],
+        f"--secure-port={ports['apiserver']}",
+        f"--etcd-servers=https://127.0.0.1:{ports['etcd_client']}",
+        f"--etcd-cafile={files['ca']}",
+        f"--etcd-certfile={files['apiserver-etcd-client']}.crt",
+        f"--etcd-keyfile={files['apiserver-etcd-client']}.key",
+        f"--tls-cert-file={files['apiserver']}.crt",
+        f"--tls-private-key-file={files['apiserver']}.key",
+        f"--client-ca-file={files['ca']}",
         "--authorization-mode=Node,RBAC",
         "--anonymous-auth=false",
         "--enable-admission-plugins=NodeRestriction",
         "--service-account-issuer=" + SA_ISSUER,
-        "--service-account-key-file=%s" % files["sa_pub"],
-        "--service-account-signing-key-file=%s" % files["sa_key"],
+        f"--service-account-key-file={files['sa_pub']}",
+        f"--service-account-signing-key-file={files['sa_key']}",
         "--service-cluster-ip-range=" + SERVICE_CIDR,
         "--allow-privileged=true",
         # No other apiserver and no routable address: nothing would reach the default
@@ -296,13 +296,13 @@ def args_apiserver(state: State, files: Dict[str, Path], ports: Dict[str, int]) 
 def args_controller_manager(state: State, files: Dict[str, Path]) -> List[str]:
     return [
         str(state.bin / "kube-controller-manager"),
-        "--kubeconfig=%s" % state.kubeconfig("controller-manager"),
+        f"--kubeconfig={state.kubeconfig('controller-manager')}",
         "--secure-port=0",
         "--use-service-account-credentials=true",
-        "--service-account-private-key-file=%s" % files["sa_key"],
-        "--root-ca-file=%s" % files["ca"],
-        "--cluster-signing-cert-file=%s" % files["ca"],
-        "--cluster-signing-key-file=%s" % files["ca_key"],
+        f"--service-account-private-key-file={files['sa_key']}",
+        f"--root-ca-file={files['ca']}",
+        f"--cluster-signing-cert-file={files['ca']}",
+        f"--cluster-signing-key-file={files['ca_key']}",
         "--service-cluster-ip-range=" + SERVICE_CIDR,
         "--cluster-name=gpufabric-lab",
         "--leader-elect=false",
@@ -313,7 +313,7 @@ def args_controller_manager(state: State, files: Dict[str, Path]) -> List[str]:
 def args_scheduler(state: State) -> List[str]:
     return [
         str(state.bin / "kube-scheduler"),
-        "--kubeconfig=%s" % state.kubeconfig("scheduler"),
+        f"--kubeconfig={state.kubeconfig('scheduler')}",
         "--secure-port=0",
         "--leader-elect=false",
         "--profiling=false",
@@ -331,7 +331,7 @@ def args_kwok(state: State) -> List[str]:
     return [
         str(state.bin / "kwok"),
         "--config=%s" % (HERE / "kwok.yaml"),
-        "--kubeconfig=%s" % state.kubeconfig("kwok"),
+        f"--kubeconfig={state.kubeconfig('kwok')}",
         "--manage-nodes-with-annotation-selector=" + KWOK_ANNOTATION,
         "--cidr=" + POD_CIDR,
         "--node-ip=127.0.0.1",
@@ -340,20 +340,17 @@ def args_kwok(state: State) -> List[str]:
 
 # ---------------------------------------------------------------------------------------- start
 def wait_for(what: str, check, timeout: float, state: State, component: str) -> None:
+    log_file = state.logs / (component + ".log")
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if check():
             return
         if running_pid(state, component) is None:
             raise StartError(
-                "%s exited while waiting for %s; last lines of %s:\n%s"
-                % (component, what, state.logs / (component + ".log"), _tail(state.logs / (component + ".log")))
+                f"{component} exited while waiting for {what}; last lines of {log_file}:\n{_tail(log_file)}"
             )
         time.sleep(0.1)
-    raise StartError(
-        "%s not reached within %d s; last lines of %s:\n%s"
-        % (what, timeout, state.logs / (component + ".log"), _tail(state.logs / (component + ".log")))
-    )
+    raise StartError(f"{what} not reached within {timeout} s; last lines of {log_file}:\n{_tail(log_file)}")
 
 
 def apply(state: State, files: List[Path]) -> None:
@@ -361,20 +358,20 @@ def apply(state: State, files: List[Path]) -> None:
     argv += ["--field-manager=gpufabric-lab", "--force-conflicts"]
     for f in files:
         argv += ["-f", str(f)]
-    res = subprocess.run(argv, capture_output=True, text=True, check=False)  # noqa: S603
+    res = subprocess.run(argv, capture_output=True, text=True, check=False)
     if res.returncode != 0:
-        raise StartError("kubectl apply of %s failed:\n%s" % (", ".join(map(str, files)), res.stderr.strip()))
+        raise StartError(f"kubectl apply of {', '.join(map(str, files))} failed:\n{res.stderr.strip()}")
 
 
 def start(state: State) -> int:
     t0 = time.monotonic()
     for name in BINARIES:
         if not (state.bin / name).is_file():
-            raise StartError("no %s binary in %s (lab/controlplane/build.sh builds it)" % (name, state.bin))
+            raise StartError(f"no {name} binary in {state.bin} (lab/controlplane/build.sh builds it)")
     pids = {name: running_pid(state, name) for name in COMPONENTS}
     ports = state.ports()
     if all(pids.values()) and ports and Api(state, ports["apiserver"]).ok("/readyz"):
-        log("already running (https://127.0.0.1:%d)" % ports["apiserver"])
+        log(f"already running (https://127.0.0.1:{ports['apiserver']})")
         return 0
     if any(pids.values()):
         log("partly running: restarting every component")
@@ -383,7 +380,7 @@ def start(state: State) -> int:
     state.root.mkdir(parents=True, exist_ok=True)
     files = pki.ensure(state.pki)
     ports = choose_ports(state)
-    server = "https://127.0.0.1:%d" % ports["apiserver"]
+    server = f"https://127.0.0.1:{ports['apiserver']}"
     identities = {
         "admin": ("admin", "gpufabric-lab-admin"),
         "controller-manager": ("controller-manager", "system:kube-controller-manager"),
@@ -421,12 +418,13 @@ def start(state: State) -> int:
     )
     for name in ("kube-scheduler", "kwok", "operator-standin"):
         if running_pid(state, name) is None:
-            raise StartError("%s exited; last lines of its log:\n%s" % (name, _tail(state.logs / (name + ".log"))))
+            raise StartError(f"{name} exited; last lines of its log:\n{_tail(state.logs / (name + '.log'))}")
     timings["ready"] = time.monotonic() - t0
     (state.root / "start-times.json").write_text(json.dumps({k: round(v, 2) for k, v in timings.items()}) + "\n")
     log(
-        "started in %.1f s (apiserver ready after %.1f s): %s"
-        % (timings["ready"], timings["apiserver ready"], server)
+        "started in {:.1f} s (apiserver ready after {:.1f} s): {}".format(
+            timings["ready"], timings["apiserver ready"], server
+        )
     )
     return 0
 
@@ -447,11 +445,13 @@ def status(state: State) -> int:
     pids = {name: running_pid(state, name) for name in COMPONENTS}
     ready = bool(ports) and all(pids.values()) and Api(state, ports["apiserver"]).ok("/readyz")
     if ready:
-        print("running server=https://127.0.0.1:%d kubeconfig=%s" % (ports["apiserver"], state.kubeconfig("gpufabric-rollout")))
-        print("  " + " ".join("%s=%d" % (n, p) for n, p in pids.items()))
+        print(
+            f"running server=https://127.0.0.1:{ports['apiserver']} kubeconfig={state.kubeconfig('gpufabric-rollout')}"
+        )
+        print("  " + " ".join(f"{n}={p}" for n, p in pids.items()))
         return 0
     if any(pids.values()):
-        print("degraded: " + " ".join("%s=%s" % (n, p or "down") for n, p in pids.items()))
+        print("degraded: " + " ".join(f"{n}={p or 'down'}" for n, p in pids.items()))
         return 3
     print("stopped")
     return 3
@@ -471,7 +471,7 @@ def main(argv: List[str]) -> int:
         try:
             return start(state)
         except StartError as exc:
-            log("ERROR: start failed: %s" % exc)
+            log(f"ERROR: start failed: {exc}")
             stop(state, purge=False, quiet=True)
             return 1
     if args.command == "stop":

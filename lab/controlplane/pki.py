@@ -31,8 +31,13 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 VALIDITY_DAYS = 3650
 # The apiserver answers on loopback only; the in-cluster names and the first service IP
 # (10.96.0.1 for --service-cluster-ip-range 10.96.0.0/12) are there as on a real cluster.
-APISERVER_DNS = ["localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
-                 "kubernetes.default.svc.cluster.local"]
+APISERVER_DNS = [
+    "localhost",
+    "kubernetes",
+    "kubernetes.default",
+    "kubernetes.default.svc",
+    "kubernetes.default.svc.cluster.local",
+]
 APISERVER_IPS = ["127.0.0.1", "10.96.0.1"]
 
 CLIENTS: Dict[str, Tuple[str, List[str]]] = {
