@@ -27,8 +27,10 @@ def helm(cluster, tmp_path_factory):
         HELM_DATA_HOME=str(home / "data"),
     )
 
-    def run(*args):
+    def run(*args, check=True):
         res = subprocess.run([str(HELM), *args], env=env, capture_output=True, text=True, check=False, timeout=180)
+        if not check:
+            return res
         if res.returncode != 0:
             pytest.fail(f"helm {' '.join(args)} failed: {res.stderr.strip()}")
         return res.stdout
@@ -67,3 +69,16 @@ def test_install_upgrade_rollback_with_wait(cluster, helm):
     history = json.loads(helm("history", "demo", "-n", ns, "-o", "json"))
     assert [(h["revision"], h["status"]) for h in history] == [(1, "superseded"), (2, "superseded"), (3, "deployed")]
     assert history[-1]["description"] == "Rollback to 1"
+
+
+def test_chart_crds_are_installed_before_its_custom_resources(cluster, helm):
+    # Helm applies crds/ first and waits until the CRD is served; then the API server validates
+    # the chart's custom resource against the CRD's schema.
+    chart = str(REPO / "lab" / "charts" / "gpufabric-crd-demo")
+    helm("install", "profile", chart, "-n", "helm-crd", "--create-namespace", "--wait", "--timeout", "60s")
+    custom = client.CustomObjectsApi(cluster.api())
+    profile = custom.get_namespaced_custom_object("lab.gpufabric.io", "v1alpha1", "helm-crd", "railprofiles", "profile")
+    assert profile["spec"] == {"mode": "rail", "size": 8}
+    refused = helm("install", "too-big", chart, "-n", "helm-crd", "--set", "size=100", "--wait", check=False)
+    assert refused.returncode != 0
+    assert "spec.size: Invalid value: 100: spec.size in body should be less than or equal to 64" in refused.stderr
