@@ -56,7 +56,7 @@ def build_times() -> None:
     rows = [line.split("\t") for line in record.read_text().splitlines() if line.strip()]
     total = sum(int(r[1]) for r in rows)
     print(f"build ({rows[0][2]}, recorded {rows[0][3]} .. {rows[-1][3]}), {bindir}:")
-    for step, seconds, *_ in rows:
+    for step, seconds, *_rest in rows:
         print(f"  {step:28s} {int(seconds):5d} s")
     print(f"  {'total':28s} {total:5d} s")
 

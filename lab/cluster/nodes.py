@@ -61,7 +61,7 @@ def materialise(snapshot: str, sysroots: Path) -> Path:
 def _cpus(cpulist: str) -> int:
     count = 0
     for part in filter(None, cpulist.split(",")):
-        lo, _, hi = part.partition("-")
+        lo, _dash, hi = part.partition("-")
         count += int(hi or lo) - int(lo) + 1
     return count
 
@@ -137,8 +137,7 @@ def apply_node(core, node: Dict[str, Any]) -> None:
 
 def register(core, nodes: List[Dict[str, Any]], workers: int = 8) -> None:
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        for _ in pool.map(lambda n: apply_node(core, n), nodes):
-            pass
+        list(pool.map(lambda n: apply_node(core, n), nodes))  # raises the first failure
 
 
 def client(kubeconfig: str):

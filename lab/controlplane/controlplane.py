@@ -285,8 +285,8 @@ def args_apiserver(state: State, files: Dict[str, Path], ports: Dict[str, int]) 
         # No other apiserver and no routable address: nothing would reach the default
         # Service's endpoints, and loopback ones are refused by validation.
         "--endpoint-reconciler-type=none",
-        "--audit-policy-file=%s" % (HERE / "audit-policy.yaml"),
-        "--audit-log-path=%s" % (state.logs / "audit.log"),
+        f"--audit-policy-file={HERE / 'audit-policy.yaml'}",
+        f"--audit-log-path={state.logs / 'audit.log'}",
         "--audit-log-maxsize=100",
         "--audit-log-maxbackup=1",
         "--profiling=false",
@@ -328,9 +328,11 @@ def args_standin(state: State) -> List[str]:
 
 
 def args_kwok(state: State) -> List[str]:
+    stages = HERE / "kwok-stages"
+    configs = [stages / "kwok.yaml", *sorted(p for p in stages.glob("*.yaml") if p.name != "kwok.yaml")]
     return [
         str(state.bin / "kwok"),
-        "--config=%s" % (HERE / "kwok.yaml"),
+        *(f"--config={c}" for c in configs),
         f"--kubeconfig={state.kubeconfig('kwok')}",
         "--manage-nodes-with-annotation-selector=" + KWOK_ANNOTATION,
         "--cidr=" + POD_CIDR,

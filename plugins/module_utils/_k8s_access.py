@@ -46,7 +46,7 @@ def expand(rules: List[Dict[str, Any]]) -> List[Dict[str, str]]:
         group = rule.get("api_group") or ""
         namespace = rule.get("namespace") or ""
         for resource in resources:
-            name, _, sub = str(resource).partition("/")
+            name, _slash, sub = str(resource).partition("/")
             for verb in verbs:
                 key = (group, name, sub, namespace, verb)
                 if key in seen:

@@ -68,10 +68,12 @@ def test_pod_with_rail_resources_and_multus_networks_is_scheduled(cluster, rdma_
     core.create_namespaced_pod(
         NS, _pod("nccl-worker-0", rdma_network, limits, {"k8s.v1.cni.cncf.io/networks": networks})
     )
-    pod = wait_until(
-        lambda: (lambda p: p if p.status.phase == "Running" else None)(core.read_namespaced_pod("nccl-worker-0", NS)),
-        "nccl-worker-0 Running",
-    )
+
+    def running():
+        pod = core.read_namespaced_pod("nccl-worker-0", NS)
+        return pod if pod.status.phase == "Running" else None
+
+    pod = wait_until(running, "nccl-worker-0 Running")
     assert pod.spec.node_name in NODES
     assert pod.metadata.annotations["k8s.v1.cni.cncf.io/networks"] == "rail0,rail1,rail2,rail3,rail4,rail5,rail6,rail7"
     scheduled = next(c for c in pod.status.conditions if c.type == "PodScheduled")

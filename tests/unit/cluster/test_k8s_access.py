@@ -143,7 +143,7 @@ class Rbac:
     def granted(self):
         for ns, rule in self.grants:
             for group, resource, verb in itertools.product(rule["apiGroups"], rule["resources"], rule["verbs"]):
-                name, _, sub = resource.partition("/")
+                name, _slash, sub = resource.partition("/")
                 check = {"group": group, "resource": name, "verb": verb}
                 if sub:
                     check["subresource"] = sub
@@ -206,7 +206,7 @@ def role_checks(dgx_cluster, mixed_cluster) -> Dict[str, List[Dict[str, str]]]:
 
 @pytest.fixture(scope="module")
 def shipped() -> Rbac:
-    return Rbac(list(yaml.safe_load_all(RBAC.read_text())))
+    return Rbac(yaml.safe_load(RBAC.read_text())["items"])
 
 
 @pytest.mark.parametrize("role", ["network_operator", "rdma_networks", "sriov_networks", "doca_ofed"])
