@@ -8,7 +8,10 @@ Components, each its own process with its log in <state>/logs/ and its pid in <s
 etcd (TLS, client certificates), kube-apiserver (TLS, client-certificate authentication,
 --authorization-mode=Node,RBAC, service-account token signing, audit log of the collection's
 identity), kube-controller-manager (per-controller service-account credentials),
-kube-scheduler and kwok (the kubelets of simulated nodes annotated kwok.x-k8s.io/node=fake).
+kube-scheduler, kwok (the kubelets of simulated nodes annotated kwok.x-k8s.io/node=fake; its
+stages in kwok-stages/) and the operator stand-in (lab/cluster/play_operator.py, mode file
+<state>/operator-mode). After the API server is ready, RBAC is applied: the lab's own identities
+(rbac.yaml) and the collection's shipped RBAC (docs/rbac/gpufabric-rollout.yaml).
 Ports are chosen free at start (the previous ones are kept when still free). Kubeconfigs:
 <state>/admin.kubeconfig (system:masters, for the lab's set-up), <state>/kubeconfig (the
 collection's least-privilege identity `gpufabric-rollout`), <state>/operator.kubeconfig (the
