@@ -21,15 +21,7 @@ KUBE_DIR="${GPUFABRIC_KUBE_DIR:-${LAB_STATE}/kube}"
 
 log() { printf '[kube] %s\n' "$*" >&2; }
 
-python_bin() {
-    if [[ -x "${REPO_ROOT}/.venv/bin/python" ]]; then
-        printf '%s\n' "${REPO_ROOT}/.venv/bin/python"
-    else
-        command -v python3 || die "no python3 found (run 'make venv')"
-    fi
-}
-
-controlplane() { "$(python_bin)" "${LAB_ROOT}/controlplane/controlplane.py" "$@" --state "${KUBE_DIR}"; }
+controlplane() { "$(lab_python)" "${LAB_ROOT}/controlplane/controlplane.py" "$@" --state "${KUBE_DIR}"; }
 
 start() {
     local seeds=() arg bin

@@ -30,7 +30,7 @@ up() {
     "${LAB_ROOT}/nodes.sh" up "${nodes[@]}"
     "${LAB_ROOT}/kube.sh" start >/dev/null
     mapfile -t registrations < <(node_snapshots)
-    python "${LAB_ROOT}/cluster/nodes.py" --kubeconfig "$("${LAB_ROOT}/kube.sh" kubeconfig admin)" \
+    "$(lab_python)" "${LAB_ROOT}/cluster/nodes.py" --kubeconfig "$("${LAB_ROOT}/kube.sh" kubeconfig admin)" \
         --sysroots "${LAB_STATE}/sysroots" "${registrations[@]}" | sed 's/^/[lab] /' >&2
     log "Kubernetes API: $(awk -F'"' '/"server"/ {print $4; exit}' "$("${LAB_ROOT}/kube.sh" kubeconfig)") (roles run as gpufabric-rollout)"
 
