@@ -67,9 +67,10 @@ sanity: venv
 build-check: venv
 	tests/build/check.sh
 
-# Integration tests against a private control plane (tests/integration; needs the binaries).
+# Tests against a private lab cluster (tests/controlplane; needs the binaries). Not
+# tests/integration: that is where ansible-test looks for its integration targets.
 controlplane-test: tools controlplane
-	pytest tests/integration
+	pytest tests/controlplane
 
 molecule: tools controlplane lab-image
 	lab/molecule/run.sh $(SCENARIO)

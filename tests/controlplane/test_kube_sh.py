@@ -6,7 +6,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from conftest import REPO
+from controlplane_support import REPO
 
 
 def _kube(state: Path, *args: str) -> subprocess.CompletedProcess:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import NODES, wait_until
+from controlplane_support import NODES, wait_until
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 

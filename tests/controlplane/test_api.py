@@ -8,7 +8,7 @@ import urllib.error
 import urllib.request
 
 import pytest
-from conftest import wait_until
+from controlplane_support import wait_until
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 

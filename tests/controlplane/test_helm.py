@@ -7,7 +7,7 @@ import os
 import subprocess
 
 import pytest
-from conftest import REPO
+from controlplane_support import REPO
 from kubernetes import client
 
 CHART = REPO / "lab" / "charts" / "gpufabric-demo"
