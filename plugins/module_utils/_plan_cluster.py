@@ -173,7 +173,8 @@ def plan(values: Mapping[str, Any], records: Mapping[str, Optional[Mapping[str, 
         raise PlanError(
             [
                 f"the cluster plan needs every GPU node, but {_short(missing)} ran neither in this run nor "
-                "before (no stored discovery); run playbooks/plan.yml once without --limit, or set plan_stored_discovery"
+                "before (no stored discovery); run playbooks/plan.yml once without --limit, "
+                "or set plan_stored_discovery"
             ]
         )
     if not records:
