@@ -297,6 +297,9 @@ def check_scope(
     # The plan role's entry points define the collection-wide variables; they win over any role's.
     spec.update(specs.get(plan_role, {}).get("main") or {})
     spec.update(specs.get(plan_role, {}).get(entry) or {})
+    runtime_names = set(runtime_names)
+    # Facts the plan itself sets (the node's plan that host roles take as input) are not intent.
+    spec = {name: option for name, option in spec.items() if name not in runtime_names}
     known = set(runtime_names)
     for entries in specs.values():
         for options in entries.values():

@@ -64,7 +64,10 @@ def node_record(node_plan: Mapping[str, Any], topology: Mapping[str, Any]) -> Di
         "k8s_node_name": node_plan.get("k8s_node_name"),
         "fabric": node_plan.get("fabric"),
         "nccl_version": node_plan.get("nccl_version"),
-        "roce_rails": (node_plan.get("roce") or {}).get("rails") or {},
+        # What must match across the nodes of a rail; {} when the node opts out (roce_check_rail_consistency).
+        "roce_rails": ((node_plan.get("roce") or {}).get("rails") or {})
+        if (node_plan.get("roce") or {}).get("check_rail_consistency", True)
+        else {},
         "summary": node_summary(node_plan, topology),
         "topology": compact_topology(topology),
     }
@@ -155,15 +158,28 @@ def cross_node_problems(nodes: Mapping[str, Mapping[str, Any]]) -> List[str]:
     return problems
 
 
+def deep_merge(base: Mapping[str, Any], extra: Mapping[str, Any]) -> Dict[str, Any]:
+    """Helm-style merge: mappings merge key by key, anything else in ``extra`` replaces."""
+    out = dict(base)
+    for key, value in (extra or {}).items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
 def network_operator_values(values: Mapping[str, Any], rails: Mapping[str, Any]) -> Dict[str, Any]:
+    """The Network Operator chart's values: structured variables, then the extra_values escape hatch."""
     sriov = values.get("network_operator_sriov_operator_enabled")
     if sriov is None or sriov == "":
         sriov = rails.get("nad_type") == "sriov"
-    return {
+    generated = {
         "nfd": {"enabled": bool(values.get("network_operator_nfd_enabled", True))},
         "sriovNetworkOperator": {"enabled": bool(sriov)},
         "maintenanceOperator": {"enabled": bool(values.get("network_operator_maintenance_operator_enabled"))},
     }
+    return deep_merge(generated, values.get("network_operator_extra_values") or {})
 
 
 def plan(values: Mapping[str, Any], records: Mapping[str, Optional[Mapping[str, Any]]]) -> Dict[str, Any]:

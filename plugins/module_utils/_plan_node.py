@@ -136,6 +136,7 @@ def roce_section(
             + " on this node; name the NICs to configure, or set roce_include_storage: true"
         )
     plan["rails"] = _qos.rail_summary(plan)
+    plan["check_rail_consistency"] = bool(values.get("roce_check_rail_consistency", True))
     return plan
 
 
