@@ -59,8 +59,13 @@ def show(value: Any, limit: int = 60) -> str:
         text = "true" if value else "false"
     elif value is None:
         text = "null"
+    elif isinstance(value, int) and value.bit_length() > 200:
+        text = f"an integer of about {int(value.bit_length() * 0.30103)} digits"
     else:
-        text = repr(value)
+        try:
+            text = repr(value)
+        except ValueError:  # a structure holding an integer too long to print
+            text = f"a {type(value).__name__} too large to show"
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -244,7 +249,11 @@ def check(
 
 
 def unknown_variables(
-    names: Iterable[str], known: Iterable[str], prefixes: Iterable[str], ignore_prefixes: Iterable[str] = ()
+    names: Iterable[str],
+    known: Iterable[str],
+    prefixes: Iterable[str],
+    ignore_prefixes: Iterable[str] = (),
+    silent: Iterable[str] = (),
 ) -> List[str]:
     """Problems for variables that carry one of the collection's prefixes but no spec declares.
 
@@ -252,11 +261,12 @@ def unknown_variables(
     its default backend.
     """
     known = set(known)
+    silent = set(silent)
     prefixes = tuple(prefixes)
     ignore = tuple(ignore_prefixes)
     problems = []
     for name in sorted(set(names)):
-        if name in known or not name.startswith(prefixes) or (ignore and name.startswith(ignore)):
+        if name in known or name in silent or not name.startswith(prefixes) or (ignore and name.startswith(ignore)):
             continue
         family = [p for p in prefixes if name.startswith(p)]
         stem = max(family, key=len) if family else ""
@@ -300,12 +310,12 @@ def check_scope(
     runtime_names = set(runtime_names)
     # Facts the plan itself sets (the node's plan that host roles take as input) are not intent.
     spec = {name: option for name, option in spec.items() if name not in runtime_names}
-    known = set(runtime_names)
+    known = set()
     for entries in specs.values():
         for options in entries.values():
             known.update(options)
     prefixes = ["gpufabric_"] + [f"{role}_" for role in specs]
-    problems = unknown_variables(variables, known, prefixes, ignore_prefixes)
+    problems = unknown_variables(variables, known - runtime_names, prefixes, ignore_prefixes, runtime_names)
     present = {name: variables[name] for name in spec if name in variables}
     values, found = check(spec, present, template=template)
     problems.extend(found)
