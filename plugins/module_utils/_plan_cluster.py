@@ -69,7 +69,25 @@ def node_record(node_plan: Mapping[str, Any], topology: Mapping[str, Any]) -> Di
         if (node_plan.get("roce") or {}).get("check_rail_consistency", True)
         else {},
         "summary": node_summary(node_plan, topology),
+        "gpu": gpu_record(node_plan, topology),
         "topology": compact_topology(topology),
+    }
+
+
+def gpu_record(node_plan: Mapping[str, Any], topology: Mapping[str, Any]) -> Dict[str, Any]:
+    """What the cluster side needs to know of a node's GPU stack (the GPU Operator's driver mode, GDS)."""
+    rdma = node_plan.get("gpudirect_rdma") or {}
+    gds = node_plan.get("gpudirect_storage")
+    driver = rdma.get("driver") or {}
+    return {
+        "models": sorted({str(g.get("model")) for g in topology.get("gpus") or []}),
+        "count": len(topology.get("gpus") or []),
+        "driver": {"flavour": driver.get("flavour"), "version": driver.get("version")},
+        "cuda_version": rdma.get("cuda_version"),
+        "rdma_method": rdma.get("method"),
+        "mofed": bool(rdma.get("mofed")),
+        "doca_ofed": node_plan.get("doca_ofed") is not None,
+        "gds": None if not gds else {"mode": gds.get("mode")},
     }
 
 

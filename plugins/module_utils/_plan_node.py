@@ -193,6 +193,7 @@ def gpudirect_section(
         )
     return {
         "method": decision["method"],
+        "driver": {"flavour": facts.get("driver_flavour"), "version": facts.get("driver_version")},
         "reasons": decision["reasons"],
         "cuda_version": decision["cuda_version"],
         "gpu_archs": decision["gpu_archs"],
