@@ -246,7 +246,7 @@ def plan(values: Mapping[str, Any], records: Mapping[str, Optional[Mapping[str, 
             for host, r in sorted(nodes.items())
         },
         "network": network,
-        "network_operator": {"values": network_operator_values(values, rails)},
+        "network_operator": {"chart_values": network_operator_values(values, rails)},
     }
     result["summary"] = summary_text(result)
     return result
