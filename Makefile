@@ -23,10 +23,12 @@ TOOL_TARGETS :=
 
 COLLECTION_LINK := .collections/ansible_collections/gpufabric/rollout
 
-.PHONY: help venv tools lab-image lint unit sanity build-check molecule test lab lab-down bench clean
+.PHONY: help venv tools lab-image lint unit sanity build-check molecule test lab site plan lab-down bench clean
 
 help:
 	@echo "make lab       run site.yml against the lab (two GPU-like nodes + the API test double)"
+	@echo "make site      run site.yml again on the running lab (LAB_PLAYBOOK_ARGS=\"--check --diff\")"
+	@echo "make plan      the dry run: check everything, print and write the plan, change nothing"
 	@echo "make lab-down  remove the lab"
 	@echo "make test      lint, unit, sanity, build check and every molecule scenario"
 	@echo "make bench     benchmarks"
@@ -73,6 +75,13 @@ test: lint unit sanity build-check molecule
 
 lab: tools lab-image
 	lab/lab.sh up
+
+# Rerun against the running lab (after `make lab`), with LAB_PLAYBOOK_ARGS, e.g. "--check --diff".
+site: tools
+	lab/lab.sh site
+
+plan: tools
+	lab/lab.sh plan
 
 lab-down:
 	lab/lab.sh down
