@@ -154,7 +154,7 @@ class _Walker:
             return None
         try:
             value = _coerce(kind, value)
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, OverflowError) as exc:
             detail = str(exc).split(".")[0]
             self.problems.append(f"{path}: {show(value)} is not {_TYPE_WORDS.get(kind, kind)} ({detail})")
             return None
@@ -181,7 +181,7 @@ class _Walker:
                 continue
             try:
                 item = _coerce(elements, item)
-            except (TypeError, ValueError) as exc:
+            except (TypeError, ValueError, OverflowError) as exc:
                 detail = str(exc).split(".")[0]
                 self.problems.append(f"{where}: {show(item)} is not {_TYPE_WORDS.get(elements, elements)} ({detail})")
                 out.append(None)
