@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -164,11 +165,7 @@ def test_html_is_self_contained_and_its_plots_load_in_a_browser(chromium, tmp_pa
         check=True,
     )
     assert shot.stat().st_size > 50_000  # a page of tables and plots, not a blank one
-    keep = (
-        Path(__import__("os").environ.get("VALIDATE_REPORT_KEEP", ""))
-        if __import__("os").environ.get("VALIDATE_REPORT_KEEP")
-        else None
-    )
+    keep = os.environ.get("VALIDATE_REPORT_KEEP")  # a directory to keep the page and its screenshot in
     if keep:
-        shutil.copy(shot, keep / "report.png")
-        shutil.copy(page, keep / "report.html")
+        shutil.copy(shot, Path(keep) / "report.png")
+        shutil.copy(page, Path(keep) / "report.html")
