@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import degrade, facts
+from validate_support import degrade, facts
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils import _gates, _gpuprobe, _nccltests, _perftest
 

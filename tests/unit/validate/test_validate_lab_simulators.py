@@ -12,7 +12,7 @@ import sys
 import time
 
 import pytest
-from conftest import REPO, degrade, facts
+from validate_support import REPO, degrade, facts
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils import _gdsio, _nccltests, _perftest
 
