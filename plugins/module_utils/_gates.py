@@ -370,7 +370,9 @@ def probe_checks(node: str, probe: Dict[str, Any], topology: Dict[str, Any], g: 
 def link_checks(node: str, topology: Dict[str, Any]) -> List[Dict[str, Any]]:
     """Every GPU's and RDMA NIC's PCIe link at its maximum width (and, for NICs, speed): a
     down-trained link is the commonest silent loss. GPUs lower their link speed when idle, so
-    only their width is judged (as topology_facts' link_degraded warning does)."""
+    only their width is judged (as topology_facts' link_degraded warning does). And every rail
+    NIC's port at the rate of the node's fastest rail: a port that came up at half rate passes its
+    own RDMA gate (which is relative to its own rate) but not this one."""
     checks = []
     for kind, devices in (("gpu", topology.get("gpus") or []), ("nic", topology.get("nics") or [])):
         for dev in devices:
@@ -399,6 +401,25 @@ def link_checks(node: str, topology: Dict[str, Any]) -> List[Dict[str, Any]]:
                     detail=dev.get("bdf") or "",
                 )
             )
+    rails = [n for n in topology.get("nics") or [] if n.get("role") == "compute" and nic_rate_gbps(n)]
+    fastest = max((nic_rate_gbps(n) or 0.0 for n in rails), default=0.0)
+    for nic in rails:
+        rate = nic_rate_gbps(nic) or 0.0
+        checks.append(
+            _check(
+                "host",
+                node,
+                nic.get("rdma_device") or nic.get("bdf"),
+                "port rate equal to the fastest rail",
+                measured=rate,
+                expected=fastest,
+                threshold=fastest,
+                fraction=None,
+                unit="Gb/s",
+                passed=rate >= fastest,
+                detail=f"rail {nic.get('rail')}; a port that negotiated a lower speed",
+            )
+        )
     return checks
 
 

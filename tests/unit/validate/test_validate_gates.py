@@ -55,7 +55,7 @@ def test_hbm_and_nvlink_limits():
 def test_healthy_node_links_pass_and_a_down_trained_nic_is_named(lab_nodes, tmp_path):
     healthy = facts(lab_nodes["gpu-node-01"])
     checks = _gates.link_checks("gpu-node-01", healthy)
-    assert len(checks) == 18 and all(c["passed"] for c in checks)  # 8 GPUs + 10 NICs
+    assert len(checks) == 18 + 8 and all(c["passed"] for c in checks)  # 8 GPUs + 10 NICs, 8 rail rates
     import shutil
 
     copy = tmp_path / "node"
@@ -64,6 +64,11 @@ def test_healthy_node_links_pass_and_a_down_trained_nic_is_named(lab_nodes, tmp_
     failed = [c for c in _gates.link_checks("gpu-node-02", facts(copy)) if not c["passed"]]
     assert [(c["node"], c["subject"], c["measured"], c["expected"], c["detail"]) for c in failed] == [
         ("gpu-node-02", "mlx5_3", "x8 32.0 GT/s", "x16 32.0 GT/s", bdf)
+    ]
+    (copy / "sys/class/infiniband/mlx5_5/ports/1/rate").write_text("200 Gb/sec (4X HDR)\n")
+    failed = [c for c in _gates.link_checks("gpu-node-02", facts(copy)) if not c["passed"]]
+    assert [(c["subject"], c["name"], c["measured"], c["expected"]) for c in failed][1:] == [
+        ("mlx5_5", "port rate equal to the fastest rail", 200.0, 400.0)
     ]
 
 
