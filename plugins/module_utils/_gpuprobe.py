@@ -10,6 +10,7 @@ input.
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any, Dict, Union
 
@@ -33,7 +34,7 @@ def _width(text: Any) -> Any:
 def _number(value: Any, where: str) -> Any:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value < 0:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value) or value < 0:
         raise GpuProbeError(f"{where} is {value!r}; a bandwidth must be a non-negative number")
     return float(value)
 

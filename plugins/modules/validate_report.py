@@ -14,10 +14,11 @@ description:
     (NIC link rates, PCIe generation and width, GPU model, NVLink counts), gates every
     measurement at a fraction of it and writes a text summary, one self-contained HTML file with
     plots and JUnit XML.
-  - Runs on the controller (C(delegate_to: localhost)); drawing the plots needs matplotlib there.
+  - "Runs on the controller (C(delegate_to: localhost)); drawing the plots needs matplotlib there."
   - It never fails because a gate failed; it returns the checks and the failing ones, and the
     caller decides. Output that cannot be parsed becomes a failing check naming the node.
-author: gpufabric.rollout contributors
+author:
+  - gpufabric.rollout contributors (@gpufabric)
 attributes:
   check_mode:
     support: full
@@ -174,8 +175,8 @@ gates:
 """
 
 import datetime
+import importlib.util
 import os
-import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
@@ -188,14 +189,8 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils import (
     _validate_report,
 )
 
-try:
-    import matplotlib  # noqa: F401 - only its presence is checked here
-
-    HAS_MATPLOTLIB = True
-    MATPLOTLIB_ERROR = None
-except ImportError:
-    HAS_MATPLOTLIB = False
-    MATPLOTLIB_ERROR = traceback.format_exc()
+# matplotlib is imported by the plots themselves (Agg backend); here only its presence is checked.
+HAS_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
 
 
 def _unreadable(category, node, subject, what, exc):
@@ -356,7 +351,7 @@ def main():
         supports_check_mode=True,
     )
     if module.params["html_path"] and not HAS_MATPLOTLIB:
-        module.fail_json(msg=missing_required_lib("matplotlib"), exception=MATPLOTLIB_ERROR)
+        module.fail_json(msg=missing_required_lib("matplotlib"))
     try:
         checks, series, g = evaluate(module.params)
     except _gates.GateError as exc:

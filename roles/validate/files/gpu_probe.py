@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 # Copyright: (c) 2026, gpufabric.rollout contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """GPU probe of gpufabric.rollout: what the GPUs of this machine really move, as JSON.
@@ -101,13 +101,13 @@ def gpu_identity(torch, index):
 
 def timed(torch, fn, iters, warmup):
     """Mean time of fn() in microseconds, measured with CUDA events on the current stream."""
-    for _ in range(warmup):
+    for _warm in range(warmup):
         fn()
     torch.cuda.synchronize()
     start = torch.cuda.Event(enable_timing=True)
     end = torch.cuda.Event(enable_timing=True)
     start.record()
-    for _ in range(iters):
+    for _iter in range(iters):
         fn()
     end.record()
     end.synchronize()
@@ -190,7 +190,7 @@ def _allreduce_worker(rank, world, max_bytes, plain_iters, result_path):
         torch.cuda.synchronize()
         dist.barrier()
         t0 = time.perf_counter()
-        for _ in range(plain_iters):
+        for _iter in range(plain_iters):
             dist.all_reduce(x)
         torch.cuda.synchronize()
         usec = slowest((time.perf_counter() - t0) * 1e6 / plain_iters)

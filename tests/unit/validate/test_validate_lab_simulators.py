@@ -100,7 +100,7 @@ def evaluate(nodes, rdma, gds=(), nccl=()):
         "host_links": True,
         "gates": {},
     }
-    checks, series, _ = load_module().evaluate(params)
+    checks, series, _gates_used = load_module().evaluate(params)
     return checks, series
 
 
@@ -113,7 +113,7 @@ def test_healthy_lab_passes_every_gate(cluster, tmp_path):
         400 * 0.97 * (1 << 20) / ((1 << 20) + 2048), rel=1e-3
     )
     assert _perftest.parse(next(r["output"] for r in rdma if r["memory"] == "gpu"))["cuda"]["name"] == "NVIDIA H200"
-    checks, _ = evaluate(cluster, rdma, gds_runs(cluster, tmp_path))
+    checks = evaluate(cluster, rdma, gds_runs(cluster, tmp_path))[0]
     failed = [c for c in checks if not c["passed"]]
     assert not failed, failed
     assert {c["category"] for c in checks} == {"host", "rdma", "gds"}
@@ -123,7 +123,7 @@ def test_degraded_nic_fails_naming_node_nic_and_figure(cluster):
     bdf = degrade(cluster["gpu-node-02"], "mlx5_3")
     topologies = {n: facts(r) for n, r in cluster.items()}
     rdma = run_ring(cluster, topologies)
-    checks, _ = evaluate(cluster, rdma)
+    checks = evaluate(cluster, rdma)[0]
     failed = [c for c in checks if not c["passed"]]
     rail = next(n["rail"] for n in topologies["gpu-node-02"]["nics"] if n["rdma_device"] == "mlx5_3")
     assert {(c["category"], c["node"], c["subject"]) for c in failed} == {

@@ -255,7 +255,7 @@ def test_fuzz_random_text(data):
 @given(st.sampled_from(REAL), st.data())
 def test_fuzz_mutated_fixtures(name, data):
     lines = text(name).splitlines(keepends=True)
-    for _ in range(data.draw(st.integers(1, 4))):
+    for _step in range(data.draw(st.integers(1, 4))):
         if not lines:
             break
         i = data.draw(st.integers(0, len(lines) - 1))
