@@ -307,7 +307,8 @@ def summary_text(result: Mapping[str, Any]) -> str:
 
 
 def write_plan(plan_dir: str, result: Mapping[str, Any]) -> List[str]:
-    """plan.json and summary.txt in plan_dir (rewritten only when their content changes)."""
+    """plan.json (the cluster plan and the plan of every node in this run) and summary.txt in
+    plan_dir, rewritten only when their content changes."""
     os.makedirs(plan_dir, exist_ok=True)
     written = []
     for name, text in (
