@@ -1,6 +1,6 @@
 # gpufabric.rollout — one command to run the main job on the lab, one to test everything.
 #   make lab        build what is missing, start the lab, run site.yml, print the report
-#   make test       lint, unit tests, ansible-test sanity, build check, every molecule scenario
+#   make test       lint, unit tests, ansible-test sanity, build check, EE build, every molecule scenario
 #   make bench      benchmarks (print figures, never fail on timing)
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -28,9 +28,10 @@ COLLECTION_LINK := .collections/ansible_collections/gpufabric/rollout
 help:
 	@echo "make lab       run site.yml against the lab (two GPU-like nodes + the API test double)"
 	@echo "make lab-down  remove the lab"
-	@echo "make test      lint, unit, sanity, build check and every molecule scenario"
+	@echo "make test      lint, unit, sanity, build check, EE build and every molecule scenario"
+	@echo "make ee       build the AWX execution environment image (execution-environment.yml)"
 	@echo "make bench     benchmarks"
-	@echo "make venv | tools | lab-image | lint | unit | sanity | build-check | molecule [SCENARIO=name]"
+	@echo "make venv | tools | lab-image | lint | unit | sanity | build-check | ee-build | molecule [SCENARIO=name]"
 
 venv: $(VENV)/.stamp $(COLLECTION_LINK)
 
@@ -68,7 +69,7 @@ build-check: venv
 molecule: tools lab-image
 	lab/molecule/run.sh $(SCENARIO)
 
-test: lint unit sanity build-check molecule
+test: lint unit sanity build-check ee-build molecule
 	@echo "make test: all checks passed"
 
 lab: tools lab-image
@@ -81,4 +82,4 @@ bench: tools
 	@set -e; for b in benchmarks/bench_*.py; do [[ -e "$$b" ]] || continue; echo "== $$b"; python "$$b"; done
 
 clean: lab-down
-	rm -rf dist tests/output .lab
+	rm -rf dist context tests/output .lab

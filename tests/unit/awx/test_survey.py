@@ -8,6 +8,8 @@ ArgumentSpecValidator, so a question can never offer what the role refuses.
 from __future__ import annotations
 
 import copy
+import re
+from pathlib import Path
 
 import pytest
 from _awx_support import load_stages, role_argument_specs, stage_roles, stage_surveys
@@ -330,3 +332,19 @@ def test_survey_core_refuses_bad_sources():
         _awx.survey([["r", {}]], "t")
     with pytest.raises(_awx.SurveyError, match="option 'bad-name' is not a valid variable name"):
         _awx.survey([{"source": "r", "argument_spec": {"options": {"bad-name": {}}}}], "t")
+
+
+# --- the README's summary follows the specs ---------------------------------------------------------
+
+
+def test_readme_summarises_the_generated_surveys():
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    section = readme.split("## AWX\n", 1)[1].split("\n## ", 1)[0]
+    for stage, result in DESCRIBED.items():
+        if not result["enabled"]:
+            continue
+        match = re.search(rf"^- {stage} \((\d+) questions\): not asked (.*?)\.\n(?=- |\n)", section, re.M | re.S)
+        assert match, f"README: no summary line for the {stage} survey"
+        assert int(match.group(1)) == len(result["survey_spec"]["spec"]), f"README: {stage} question count"
+        listed = re.findall(r"`(\w+)`", match.group(2))
+        assert listed == [s["variable"] for s in result["skipped"]], f"README: {stage} skipped variables"
