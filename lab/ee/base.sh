@@ -3,8 +3,11 @@
 # docker.io/library/python:3.11-slim-bookworm (execution-environment.yml's default base), which no
 # registry here can serve. Debian 12 minbase made with debootstrap and imported into podman, with
 # Python 3.11 and pip reachable as /usr/local/bin/python3 like the official image, and no apt
-# package lists (like a slim image: the EE build must fetch them itself).
-# Cached: the tag is a hash of this script.
+# package lists (like a slim image: the EE build must fetch them itself). The CA certificates this
+# machine added locally (/usr/local/share/ca-certificates, e.g. a TLS-inspecting egress proxy's)
+# are trusted in the image too, as an organisation's own base image would; without them pip in the
+# build cannot reach PyPI from such a network.
+# Cached: the tag is a hash of this script and of those certificates.
 #
 # Usage: lab/ee/base.sh          build if missing, print the image reference
 #        lab/ee/base.sh --ref    print the image reference only
@@ -12,7 +15,9 @@ set -euo pipefail
 # shellcheck source=lab/common.sh
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/common.sh"
 
-ref="localhost/gpufabric-ee-base:$(sha256sum "${BASH_SOURCE[0]}" | cut -c1-12)"
+shopt -s nullglob
+local_cas=(/usr/local/share/ca-certificates/*.crt)
+ref="localhost/gpufabric-ee-base:$(cat "${BASH_SOURCE[0]}" "${local_cas[@]}" | sha256sum | cut -c1-12)"
 [[ "${1:-}" == "--ref" ]] && { echo "${ref}"; exit 0; }
 [[ -z "${1:-}" ]] || die "unknown argument: $1 (use --ref)"
 
@@ -43,6 +48,10 @@ cat >"${work}/rootfs/etc/apt/sources.list" <<SRC
 deb ${mirror} bookworm main
 deb ${mirror} bookworm-updates main
 SRC
+if ((${#local_cas[@]} > 0)); then
+    cp "${local_cas[@]}" "${work}/rootfs/usr/local/share/ca-certificates/"
+    chroot "${work}/rootfs" update-ca-certificates >/dev/null
+fi
 ln -s /usr/bin/python3 "${work}/rootfs/usr/local/bin/python3"
 ln -s /usr/bin/python3 "${work}/rootfs/usr/local/bin/python"
 rm -rf "${work}"/rootfs/var/lib/apt/lists/* "${work}"/rootfs/var/cache/apt/*.bin

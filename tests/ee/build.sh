@@ -32,6 +32,7 @@ started=$(date +%s)
 base="$("${repo}/lab/ee/base.sh")"
 work="$(mktemp -d "${TMPDIR:-/tmp}/gpufabric-ee.XXXXXX")"
 image="localhost/gpufabric-rollout-ee:test-$$"
+# shellcheck disable=SC2329  # run by the EXIT trap
 cleanup() {
     rm -rf "${work}"
     [[ "${keep}" == "--keep" ]] || podman image rm -f "${image}" >/dev/null 2>&1 || true
@@ -54,9 +55,10 @@ import yaml
 
 path = sys.argv[1]
 ee = yaml.safe_load(open(path))
+# ansible-builder copies the directory's content into _build/seed
 ee.setdefault("additional_build_files", []).append({"src": "seed/ansible_collections", "dest": "seed"})
 steps = ee.setdefault("additional_build_steps", {})
-steps["prepend_galaxy"] = ["COPY _build/seed/ansible_collections /usr/share/ansible/collections/ansible_collections"] + list(
+steps["prepend_galaxy"] = ["COPY _build/seed /usr/share/ansible/collections/ansible_collections"] + list(
     steps.get("prepend_galaxy") or []
 )
 yaml.safe_dump(ee, open(path, "w"), sort_keys=False)

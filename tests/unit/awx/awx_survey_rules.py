@@ -107,17 +107,17 @@ def answer_errors(question: Mapping[str, Any], data: Mapping[str, Any]) -> List[
         if high not in ("", None) and len(value) > int(high):
             errors.append(f"'{var}' value {value} is too large")
     elif qtype == "integer":
-        if type(value) is not int:
+        if not isinstance(value, int) or isinstance(value, bool):  # AWX: type(value) != int
             return [f"Value {value} for '{var}' expected to be an integer."]
         if low not in ("", None) and value < int(low):
             errors.append(f"'{var}' value {value} is too small")
         if high not in ("", None) and value > int(high):
             errors.append(f"'{var}' value {value} is too large")
     elif qtype == "float":
-        if type(value) not in (float, int):
+        if not isinstance(value, (float, int)) or isinstance(value, bool):  # AWX: type() not in (float, int)
             return [f"Value {value} for '{var}' expected to be a numeric type."]
     elif qtype == "multiselect":
-        if type(value) is not list:
+        if not isinstance(value, list):
             return [f"'{var}' value is expected to be a list."]
         errors += [
             f"Value {v} for '{var}' expected to be one of {_choices(question)}."

@@ -77,7 +77,7 @@ def test_surveys_ask_booleans():
     assert len(SURVEYED_BOOLEANS) > 10
 
 
-@pytest.mark.parametrize(("role", "variable"), SURVEYED_BOOLEANS, ids=[v for _, v in SURVEYED_BOOLEANS])
+@pytest.mark.parametrize(("role", "variable"), SURVEYED_BOOLEANS, ids=[pair[1] for pair in SURVEYED_BOOLEANS])
 def test_boolean_option_is_read_through_bool(role, variable):
     found = []
     for role_dir in sorted((REPO_ROOT / "roles").iterdir()):

@@ -160,7 +160,7 @@ def test_prefill_mode_sends_the_role_defaults_awx_accepts():
     ],
 )
 def test_question_type(option, expected):
-    question, _ = _one({**option, "description": "D."})
+    question = _one({**option, "description": "D."})[0]
     assert {k: question[k] for k in expected} == expected
     assert question["required"] is False
     assert (
@@ -191,7 +191,7 @@ def test_what_cannot_be_a_question_is_skipped_with_the_reason(option, reason):
 
 
 def test_required_and_description_markup():
-    question, _ = _one(
+    question = _one(
         {
             "type": "str",
             "required": True,
@@ -201,7 +201,7 @@ def test_required_and_description_markup():
                 "L(Docs, https://d.invalid).",
             ],
         }
-    )
+    )[0]
     assert question["required"] is True
     text = question["question_description"]
     assert text.startswith("Uses /etc/x with other_opt=1, see gpufabric.rollout.roce_qos. Docs (https://d.invalid).")
@@ -209,7 +209,7 @@ def test_required_and_description_markup():
 
 
 def test_empty_choice_is_left_to_the_inventory():
-    question, _ = _one({"type": "str", "choices": ["auto", "", "PIX"], "default": "auto"})
+    question = _one({"type": "str", "choices": ["auto", "", "PIX"], "default": "auto"})[0]
     assert question["choices"] == ["auto", "PIX"]
     assert "empty value is not offered" in question["question_description"]
 
