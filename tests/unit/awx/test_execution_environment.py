@@ -161,6 +161,8 @@ def test_containerfile_builds_what_the_definition_says(context):
     own = galaxy.index("--collections-path /usr/share/ansible/collections /build/collections/gpufabric-rollout-")
     assert "collection install --offline" in galaxy[install:]
     assert install < own, "the dependencies are installed before the collection (installed offline, without fetching)"
+    builder = text.split("# Builder build stage")[1].split("# Final build stage")[0]
+    assert builder.index("apt-get update") < builder.index("/output/scripts/assemble")
     final = text.split("# Final build stage")[1]
     assert (
         final.index("apt-get update")
