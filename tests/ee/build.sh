@@ -104,7 +104,7 @@ for path in yaml.safe_load(sys.stdin).values():
 for req in yaml.safe_load(open(sys.argv[1]))["collections"]:
     have = installed.get(req["name"])
     if have is None or not meets_requirements(have, req["version"]):
-        sys.exit(f"{req[\"name\"]} {have} does not meet {req[\"version\"]}")
+        sys.exit("{} {} does not meet {}".format(req["name"], have, req["version"]))
 if "gpufabric.rollout" not in installed:
     sys.exit("gpufabric.rollout is not installed")
 print("     " + ", ".join(f"{k} {v}" for k, v in sorted(installed.items())))
