@@ -1,6 +1,6 @@
 # gpufabric.rollout — one command to run the main job on the lab, one to test everything.
 #   make lab        build what is missing, start the lab, run site.yml, print the report
-#   make test       lint, unit tests, ansible-test sanity, build check, every molecule scenario
+#   make test       lint, unit tests, ansible-test sanity, build check, EE build, every molecule scenario
 #   make bench      benchmarks (print figures, never fail on timing)
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -30,9 +30,10 @@ help:
 	@echo "make site      run site.yml again on the running lab (LAB_PLAYBOOK_ARGS=\"--check --diff\")"
 	@echo "make plan      the dry run: check everything, print and write the plan, change nothing"
 	@echo "make lab-down  remove the lab"
-	@echo "make test      lint, unit, sanity, build check and every molecule scenario"
+	@echo "make test      lint, unit, sanity, build check, EE build and every molecule scenario"
+	@echo "make ee       build the AWX execution environment image (execution-environment.yml)"
 	@echo "make bench     benchmarks"
-	@echo "make venv | tools | lab-image | lint | unit | sanity | build-check | molecule [SCENARIO=name]"
+	@echo "make venv | tools | lab-image | lint | unit | sanity | build-check | ee-build | molecule [SCENARIO=name]"
 
 venv: $(VENV)/.stamp $(COLLECTION_LINK)
 
@@ -70,7 +71,7 @@ build-check: venv
 molecule: tools lab-image
 	lab/molecule/run.sh $(SCENARIO)
 
-test: lint unit sanity build-check molecule
+test: lint unit sanity build-check ee-build molecule
 	@echo "make test: all checks passed"
 
 lab: tools lab-image
@@ -90,4 +91,4 @@ bench: tools
 	@set -e; for b in benchmarks/bench_*.py; do [[ -e "$$b" ]] || continue; echo "== $$b"; python "$$b"; done
 
 clean: lab-down
-	rm -rf dist tests/output .lab
+	rm -rf dist context tests/output .lab
