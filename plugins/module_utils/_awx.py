@@ -289,16 +289,23 @@ def survey(
 def role_sources(
     argument_specs: Mapping[str, Any], roles: Sequence[str], entry_point: str = "main"
 ) -> List[Dict[str, Any]]:
-    """Sources for :func:`survey` from ``{role: parsed meta/argument_specs.yml}``."""
+    """Sources for :func:`survey` from ``{role: parsed meta/argument_specs.yml}``.
+
+    A role may be named ``role:entry_point`` to take another entry point than ``entry_point``
+    (the plan role's ``node_intent`` and ``cluster_intent`` hold the collection-wide variables).
+    """
     sources = []
-    for role in roles or []:
+    for item in roles or []:
+        role, _sep, entry_name = str(item).partition(":")
+        entry_name = entry_name or entry_point
         if role not in (argument_specs or {}):
             raise SurveyError(f"role {role}: no argument specs were given for it")
         document = argument_specs[role] or {}
-        entry = (document.get("argument_specs") or {}).get(entry_point)
+        entry = (document.get("argument_specs") or {}).get(entry_name)
         if entry is None:
-            raise SurveyError(f"role {role}: meta/argument_specs.yml has no '{entry_point}' entry point")
-        sources.append({"source": f"role {role}", "argument_spec": entry})
+            raise SurveyError(f"role {role}: meta/argument_specs.yml has no '{entry_name}' entry point")
+        source = f"role {role}" if entry_name == "main" else f"role {role} ({entry_name})"
+        sources.append({"source": source, "argument_spec": entry})
     return sources
 
 

@@ -264,8 +264,11 @@ def test_stage_list_is_consistent():
                 f"{stage['name']}: role {role}"
             )
         assert set(stage["credentials"]) <= {"machine", "kubeconfig"}
-    for role in STAGES["gpufabric_awx_intent_roles"]:
-        assert (REPO_ROOT / "roles" / role / "meta" / "argument_specs.yml").is_file(), f"intent role {role}"
+    for item in STAGES["gpufabric_awx_intent_roles"]:
+        role, _sep, entry = item.partition(":")
+        path = REPO_ROOT / "roles" / role / "meta" / "argument_specs.yml"
+        assert path.is_file(), f"intent role {role}"
+        assert entry in yaml.safe_load(path.read_text())["argument_specs"], f"intent entry point {item}"
     # every playbook in playbooks/ that is a stage is listed; awx.yml and report.yml are not stages
     listed = {s["playbook"] for s in STAGES["gpufabric_awx_stages"]}
     for path in sorted((REPO_ROOT / "playbooks").glob("*.yml")):

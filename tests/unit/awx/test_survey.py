@@ -29,7 +29,8 @@ PREFILLED = stage_surveys("prefill")
 
 
 def _options(role):
-    return SPECS[role]["argument_specs"]["main"]["options"]
+    name, _sep, entry = role.partition(":")
+    return SPECS[name]["argument_specs"][entry or "main"]["options"]
 
 
 def _questions(result):
@@ -76,7 +77,7 @@ def test_the_stages_with_roles_have_surveys():
     assert DESCRIBED["hosts"]["enabled"] and DESCRIBED["cluster"]["enabled"]
     assert len(_questions(DESCRIBED["hosts"])) > 50
     assert "gpufabric_kubeconfig" not in _questions(DESCRIBED["cluster"])
-    assert {"variable": "gpufabric_kubeconfig", "source": "role network_operator"}.items() <= next(
+    assert {"variable": "gpufabric_kubeconfig", "source": "role plan (cluster_intent)"}.items() <= next(
         s for s in DESCRIBED["cluster"]["skipped"] if s["variable"] == "gpufabric_kubeconfig"
     ).items()
 
