@@ -280,7 +280,7 @@ def doca_repo(values: Mapping[str, Any], ansible: Mapping[str, Any]) -> str:
         ansible.get("distribution"), ansible.get("distribution_version")
     )
     arch_tok = values.get("doca_ofed_repo_arch") or _doca.arch_token(ansible.get("architecture"))
-    release = values.get("doca_ofed_repo_release") or str(values.get("doca_ofed_version", "")).split("-")[0]
+    release = values.get("doca_ofed_repo_release") or str(values.get("doca_ofed_version", "")).split("-", maxsplit=1)[0]
     return _doca.repo_url(values.get("doca_ofed_repo_base_url"), release, os_tok, arch_tok)
 
 
