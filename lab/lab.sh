@@ -23,7 +23,7 @@ up() {
     # rendered to files instead of applied.
     local crds="${LAB_CRDS_DIR:-${REPO_ROOT}/../shared/crds}" extra=()
     if [[ -d "${crds}" ]]; then
-        extra+=(-e "network_operator_crds_dir=$(cd "${crds}" && pwd)")
+        extra+=(-e "network_operator_crds_dir=$(cd "${crds}" && pwd)" -e "gpu_operator_crds_dir=$(cd "${crds}" && pwd)")
     else
         log "no CRD schemas in ${crds} (set LAB_CRDS_DIR): cluster objects are rendered to .lab/rendered, not applied"
         extra+=(-e gpufabric_k8s_mode=render)
