@@ -40,7 +40,7 @@ fresh_tmpdir() {
 crd_args() {
     local crds="${LAB_CRDS_DIR:-${REPO_ROOT}/../shared/crds}"
     if [[ -d "${crds}" ]]; then
-        printf '%s\n' -e "network_operator_crds_dir=$(cd "${crds}" && pwd)"
+        printf '%s\n' -e "network_operator_crds_dir=$(cd "${crds}" && pwd)" -e "gpu_operator_crds_dir=$(cd "${crds}" && pwd)"
     else
         log "no CRD schemas in ${crds} (set LAB_CRDS_DIR): cluster objects are rendered to .lab/rendered, not applied"
         printf '%s\n' -e gpufabric_k8s_mode=render

@@ -155,7 +155,7 @@ class _Walker:
         try:
             value = _coerce(kind, value)
         except (TypeError, ValueError, OverflowError) as exc:
-            detail = str(exc).split(".")[0]
+            detail = str(exc).split(".", maxsplit=1)[0]
             self.problems.append(f"{path}: {show(value)} is not {_TYPE_WORDS.get(kind, kind)} ({detail})")
             return None
         if kind == "list":
@@ -182,7 +182,7 @@ class _Walker:
             try:
                 item = _coerce(elements, item)
             except (TypeError, ValueError, OverflowError) as exc:
-                detail = str(exc).split(".")[0]
+                detail = str(exc).split(".", maxsplit=1)[0]
                 self.problems.append(f"{where}: {show(item)} is not {_TYPE_WORDS.get(elements, elements)} ({detail})")
                 out.append(None)
                 continue

@@ -18,11 +18,11 @@ import tempfile
 import time
 from typing import Any, Dict, List, Mapping, Optional
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _cluster_plan, _qos
+from ansible_collections.gpufabric.rollout.plugins.module_utils import _cluster_plan, _plan_gpu_operator, _qos
 from ansible_collections.gpufabric.rollout.plugins.module_utils._plan_node import PlanError
 
 SCHEMA_VERSION = 1
-RECORD_VERSION = 1
+RECORD_VERSION = 2  # 2: gpu.driver carries managed_by and precompiled
 _NIC_KEYS = (
     "bdf",
     "vendor_id",
@@ -79,10 +79,17 @@ def gpu_record(node_plan: Mapping[str, Any], topology: Mapping[str, Any]) -> Dic
     rdma = node_plan.get("gpudirect_rdma") or {}
     gds = node_plan.get("gpudirect_storage")
     driver = rdma.get("driver") or {}
+    planned = node_plan.get("gpu_driver") or {}
     return {
         "models": sorted({str(g.get("model")) for g in topology.get("gpus") or []}),
         "count": len(topology.get("gpus") or []),
-        "driver": {"flavour": driver.get("flavour"), "version": driver.get("version")},
+        # The driver the node runs (managed_by host) or the one the GPU Operator will install (operator).
+        "driver": {
+            "flavour": driver.get("flavour"),
+            "version": driver.get("version"),
+            "managed_by": planned.get("managed_by", "host"),
+            "precompiled": bool(planned.get("precompiled")),
+        },
         "cuda_version": rdma.get("cuda_version"),
         "rdma_method": rdma.get("method"),
         "mofed": bool(rdma.get("mofed")),
@@ -231,6 +238,9 @@ def plan(values: Mapping[str, Any], records: Mapping[str, Optional[Mapping[str, 
         )
     except _cluster_plan.ClusterPlanError as exc:
         raise PlanError([str(exc)]) from None
+    gpu_operator = _plan_gpu_operator.plan(values, nodes, network["config"]["label_prefix"], problems)
+    if problems:
+        raise PlanError(problems)
     result = {
         "schema_version": SCHEMA_VERSION,
         "fabric": fabric,
@@ -247,6 +257,7 @@ def plan(values: Mapping[str, Any], records: Mapping[str, Optional[Mapping[str, 
         },
         "network": network,
         "network_operator": {"chart_values": network_operator_values(values, rails)},
+        "gpu_operator": gpu_operator,
     }
     result["summary"] = summary_text(result)
     return result
@@ -301,6 +312,7 @@ def summary_text(result: Mapping[str, Any]) -> str:
         origin = "" if node.get("source") == "this run" else f" [stored {node.get('stored_at')}]"
         lines.append(f"  {host}: {node.get('summary')}{origin}")
     lines.append(_cluster_plan.report_text(result["network"]).rstrip("\n"))
+    lines.extend(_plan_gpu_operator.summary_lines(result.get("gpu_operator")))
     counts = ", ".join(f"{part} {len(objs)}" for part, objs in result["network"]["objects"].items())
     lines.append(f"objects: {counts}")
     return "\n".join(lines) + "\n"

@@ -75,7 +75,8 @@ def test_a_sliced_run_plans_the_same_cluster_objects(specs, tmp_path):
     # Slice 1 ran gpu-node-01 only, after an earlier run stored gpu-node-02.
     plan2, topo2 = plans["gpu-node-02"]
     assert store.save("gpu-node-02", _plan_cluster.node_record(plan2, topo2))
-    values, _ = check(specs, "cluster", intent)
+    values, problems = check(specs, "cluster", intent)
+    assert problems == []
     plan1, topo1 = plans["gpu-node-01"]
     records = {"gpu-node-01": _plan_cluster.node_record(plan1, topo1), "gpu-node-02": store.load("gpu-node-02")}
     sliced = _plan_cluster.plan(values, records)
