@@ -20,8 +20,11 @@ on every change:
   status.allocatable with server-side apply under this stand-in's own field manager, so what it
   stops advertising is removed and what others wrote (kwok, nodes.py) is left alone.
 
-Runs with its own least-privilege identity (lab/controlplane/rbac.yaml). Adding an operator
-(the GPU Operator's ClusterPolicy, ...) is one more OPERANDS entry.
+The GPU Operator's ClusterPolicy and NVIDIADrivers get the status the GPU Operator writes: state,
+and Ready/Error conditions; not ready names the operand states the spec enables.
+
+Runs with its own least-privilege identity (lab/controlplane/rbac.yaml). Adding an operator is one
+more OPERANDS entry.
 """
 
 from __future__ import annotations
@@ -59,6 +62,67 @@ def _components_status(obj: Dict[str, Any], state: str) -> Dict[str, Any]:
         "reason": "" if state == "ready" else "lab: operator held not ready",
         "appliedStates": applied,
     }
+
+
+# ClusterPolicy operand states in the GPU Operator's order (NVIDIA/gpu-operator controllers/
+# state_manager.go) and the spec section that enables each; "not ready" names the enabled ones.
+GPU_STATES = (
+    ("state-driver", "driver"),
+    ("state-container-toolkit", "toolkit"),
+    ("state-operator-validation", None),
+    ("state-device-plugin", "devicePlugin"),
+    ("state-dcgm-exporter", "dcgmExporter"),
+    ("gpu-feature-discovery", "gfd"),
+    ("state-mig-manager", "migManager"),
+)
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def cluster_policy_status(obj: Dict[str, Any], state: str) -> Dict[str, Any]:
+    """As the GPU Operator writes it (internal/conditions/clusterpolicy.go): Ready and Error
+    conditions; not ready names the operand states, "ClusterPolicy is not ready; states not ready: [...]"."""
+    spec = obj.get("spec") or {}
+    if state == "ready":
+        ready = {"type": "Ready", "status": "True", "reason": "Reconciled", "message": "ClusterPolicy is ready"}
+        error = {"type": "Error", "status": "False", "reason": "Ready", "message": ""}
+    else:
+        names = [n for n, key in GPU_STATES if key is None or (spec.get(key) or {}).get("enabled", True)]
+        ready = {"type": "Ready", "status": "False", "reason": "Error", "message": ""}
+        error = {
+            "type": "Error",
+            "status": "True",
+            "reason": "OperandNotReady",
+            "message": "ClusterPolicy is not ready; states not ready: [{}]".format(" ".join(names)),
+        }
+    for cond in (ready, error):
+        cond["lastTransitionTime"] = _now()
+    return {"state": state, "namespace": "gpu-operator", "conditions": [ready, error]}
+
+
+def nvidia_driver_status(obj: Dict[str, Any], state: str) -> Dict[str, Any]:
+    ready = state == "ready"
+    condition = {
+        "type": "Ready",
+        "status": "True" if ready else "False",
+        "reason": "Reconciled" if ready else "DriverNotReady",
+        "message": "" if ready else "lab: driver pods held not ready",
+        "lastTransitionTime": _now(),
+    }
+    return {"state": state, "conditions": [condition]}
+
+
+def _comparable(status: Dict[str, Any]) -> Dict[str, Any]:
+    """A status without the conditions' transition times, so that an unchanged state is not
+    written again (a no-op keeps the object's resourceVersion)."""
+    out = dict(status)
+    if isinstance(out.get("conditions"), list):
+        out["conditions"] = [
+            {k: v for k, v in c.items() if k != "lastTransitionTime"} for c in out["conditions"] if isinstance(c, dict)
+        ]
+    return out
 
 
 def _rdma_shared_device_plugin(obj: Dict[str, Any]) -> List[Dict[str, Any]]:
@@ -132,6 +196,8 @@ OPERANDS = [
         _node_policy_selects,
         _rdma_shared_device_plugin,
     ),
+    Operand("ClusterPolicy", "nvidia.com", "v1", "clusterpolicies", cluster_policy_status),
+    Operand("NVIDIADriver", "nvidia.com", "v1alpha1", "nvidiadrivers", nvidia_driver_status),
 ]
 
 
@@ -243,8 +309,8 @@ class StandIn:
                     continue
                 policies.append((operand, obj))
                 want = operand.status(obj, state)
-                have = obj.get("status") or {}
-                if {k: have.get(k) for k in want} != want:
+                have, wanted = _comparable(obj.get("status") or {}), _comparable(want)
+                if {k: have.get(k) for k in wanted} != wanted:
                     custom.patch_cluster_custom_object_status(
                         operand.group,
                         operand.version,
