@@ -195,6 +195,7 @@ def role_checks(dgx_cluster, mixed_cluster) -> Dict[str, List[Dict[str, str]]]:
         ("rdma_networks", "__rdma_networks_access"),
         ("sriov_networks", "__sriov_networks_access"),
         ("doca_ofed", "__doca_ofed_drain_access"),
+        ("gpu_operator", "__gpu_operator_access"),
     ]:
         access = _role_vars(role, table)
         rules = access if isinstance(access, list) else [r for part in access.values() for r in part]
@@ -209,7 +210,7 @@ def shipped() -> Rbac:
     return Rbac(yaml.safe_load(RBAC.read_text())["items"])
 
 
-@pytest.mark.parametrize("role", ["network_operator", "rdma_networks", "sriov_networks", "doca_ofed"])
+@pytest.mark.parametrize("role", ["network_operator", "rdma_networks", "sriov_networks", "doca_ofed", "gpu_operator"])
 def test_the_shipped_rbac_grants_what_each_role_checks(role, role_checks, shipped):
     denied = [_k8s_access.describe(c) for c in role_checks[role] if not shipped.allows(c)]
     assert denied == []
@@ -228,6 +229,12 @@ def test_the_shipped_rbac_grants_nothing_the_roles_do_not_use(role_checks, shipp
             {"group": group, "resource": resource, "verb": v, "namespace": "nvidia-network-operator"}
             for v in ("get", "create", "patch", "delete")
         ]
+    # The GPU Operator stand-in chart's namespaced objects (lab/charts/gpu-operator/templates).
+    used += [
+        {"group": group, "resource": resource, "verb": v, "namespace": "gpu-operator"}
+        for group, resource in (("", "serviceaccounts"), ("apps", "deployments"))
+        for v in ("get", "create", "patch", "delete")
+    ]
 
     def covered(grant):
         return any(
