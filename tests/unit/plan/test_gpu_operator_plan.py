@@ -95,6 +95,7 @@ def kind(objects: List[Dict[str, Any]], name: str) -> List[Dict[str, Any]]:
 def load_play_operator():
     spec = importlib.util.spec_from_file_location("play_operator", REPO / "lab" / "cluster" / "play_operator.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 
