@@ -8,7 +8,7 @@ on every change:
 
 - writes each custom resource's status as its operator would once its Pods run: status.state
   is the state named in the mode file (`ready`, or `notReady` to play an operator that does not
-  get there; molecule/cluster_networking's side effect uses it), with one appliedStates entry per
+  get there; molecule/cluster_layer's side effect uses it), with one appliedStates entry per
   component the spec enables;
 - advertises on each Node the extended resources the operands' device plugins would report
   there: for the RDMA shared device plugin of a NicClusterPolicy or NicNodePolicy, one resource
