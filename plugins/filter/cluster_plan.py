@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _cluster_plan, _k8s_access
+from ansible_collections.gpufabric.rollout.plugins.module_utils import _cluster_plan, _k8s_access, _k8s_publish
 
 
 def cluster_nodes(hostvars, hosts):
@@ -60,6 +60,32 @@ def k8s_apply_rules(objects):
         raise AnsibleFilterError(str(exc)) from exc
 
 
+def k8s_owner_selector(component):
+    """Label selectors that find the objects this collection made for `component`."""
+    return _k8s_publish.selector(component)
+
+
+def k8s_stale(found, planned):
+    """Objects in `found` (k8s_info resources) made for the component that `planned` no longer has."""
+    return _k8s_publish.stale(found, planned)
+
+
+def k8s_prune_queries(kinds):
+    """One {api_version, kind} k8s_info query per resource of the prune kinds."""
+    try:
+        return _k8s_publish.prune_queries(kinds)
+    except _k8s_publish.PublishError as exc:
+        raise AnsibleFilterError(str(exc)) from exc
+
+
+def k8s_prune_rules(kinds):
+    """RBAC-shaped rules (gpufabric.rollout.k8s_access) that pruning the kinds needs."""
+    try:
+        return _k8s_publish.prune_rules(kinds)
+    except _k8s_publish.PublishError as exc:
+        raise AnsibleFilterError(str(exc)) from exc
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -68,4 +94,8 @@ class FilterModule:
             "cluster_report": cluster_report,
             "k8s_render_files": k8s_render_files,
             "k8s_apply_rules": k8s_apply_rules,
+            "k8s_owner_selector": k8s_owner_selector,
+            "k8s_stale": k8s_stale,
+            "k8s_prune_queries": k8s_prune_queries,
+            "k8s_prune_rules": k8s_prune_rules,
         }

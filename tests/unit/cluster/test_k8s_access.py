@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from ansible_collections.gpufabric.rollout.plugins.filter.cluster_plan import FilterModule
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _k8s_access
+from ansible_collections.gpufabric.rollout.plugins.module_utils import _k8s_access, _k8s_publish
 from ansible_collections.gpufabric.rollout.plugins.module_utils._cluster_plan import plan_cluster
 
 REPO = Path(__file__).resolve().parents[3]
@@ -199,6 +199,8 @@ def role_checks(dgx_cluster, mixed_cluster) -> Dict[str, List[Dict[str, str]]]:
     ]:
         access = _role_vars(role, table)
         rules = access if isinstance(access, list) else [r for part in access.values() for r in part]
+        prune = yaml.safe_load((REPO / "roles" / role / "vars" / "main.yml").read_text()).get(f"__{role}_prune")
+        rules += _k8s_publish.prune_rules(prune or [])
         for plan in plans:
             rules += _k8s_access.apply_rules(plan["objects"].get(role, []))
         out[role] = _k8s_access.expand(rules)
