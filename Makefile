@@ -34,10 +34,9 @@ help:
 
 venv: $(VENV)/.stamp $(COLLECTION_LINK)
 
-$(VENV)/.stamp: requirements.txt
-	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install -q --disable-pip-version-check --upgrade pip
-	$(VENV)/bin/pip install -q --disable-pip-version-check -r requirements.txt
+# Built from wheels cached once per machine (lab/venv.sh); each step shows its progress.
+$(VENV)/.stamp: requirements.txt lab/venv.sh
+	lab/venv.sh $(PYTHON)
 	touch $@
 
 # The checkout is used in place as the collection (ansible.cfg: collections_path = ./.collections).
