@@ -1,6 +1,7 @@
 # gpufabric.rollout — one command to run the main job on the lab, one to test everything.
 #   make lab        build what is missing, start the lab, run site.yml, print the report
 #   make test       lint, unit tests, ansible-test sanity, build check, every molecule scenario
+#   make test-fast  lint, unit tests and sanity only (no lab nodes), for iteration
 #   make bench      benchmarks (print figures, never fail on timing)
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -23,12 +24,13 @@ TOOL_TARGETS :=
 
 COLLECTION_LINK := .collections/ansible_collections/gpufabric/rollout
 
-.PHONY: help venv tools lab-image lint unit sanity build-check molecule test lab lab-down bench clean
+.PHONY: help venv tools lab-image lint unit sanity build-check molecule test test-fast lab lab-down bench clean
 
 help:
 	@echo "make lab       run site.yml against the lab (two GPU-like nodes + the API test double)"
 	@echo "make lab-down  remove the lab"
 	@echo "make test      lint, unit, sanity, build check and every molecule scenario"
+	@echo "make test-fast lint, unit and sanity (no lab nodes)"
 	@echo "make bench     benchmarks"
 	@echo "make venv | tools | lab-image | lint | unit | sanity | build-check | molecule [SCENARIO=name]"
 
@@ -70,13 +72,17 @@ molecule: tools lab-image
 test: lint unit sanity build-check molecule
 	@echo "make test: all checks passed"
 
+test-fast: lint unit sanity
+	@echo "make test-fast: lint, unit and sanity passed"
+
 lab: tools lab-image
 	lab/lab.sh up
 
 lab-down:
 	lab/lab.sh down
 
-bench: tools
+# benchmarks/bench_lab.py replaces the running lab (make lab's nodes) and leaves it down.
+bench: tools lab-image
 	@set -e; for b in benchmarks/bench_*.py; do [[ -e "$$b" ]] || continue; echo "== $$b"; python "$$b"; done
 
 clean: lab-down
