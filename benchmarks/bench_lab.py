@@ -4,9 +4,9 @@
 Needs root, podman, the lab image and the toolchain (`make bench` builds what is missing). It
 replaces the running lab (make lab's nodes and API double) and leaves it down. Prints:
 
-1. Per-task cost of each transport (mitogen, ssh, podman) on two lab nodes: a play of 1 and
-   a play of 41 no-op tasks (stat and command in turn); per task = (T41 - T1) / 40, the best
-   of BENCH_LAB_ROUNDS rounds, so start-up and connection set-up are not counted.
+1. Per-task cost of each transport (mitogen, ssh, podman) on two lab nodes: a play of 41 no-op
+   tasks (stat and command in turn); per task = the profile_tasks time of tasks 2..41 / 40, so
+   start-up and connection set-up are not counted; the median of BENCH_LAB_ROUNDS rounds.
 2. make lab on two nodes over the lab's transport (gpufabric_lab_connection): nodes + prepare,
    the first site.yml run, a no-op rerun (its changed count and its share of the first run).
 3. The no-op rerun of site.yml over every transport: wall time, tasks, seconds per task.
@@ -40,7 +40,7 @@ REPO = Path(__file__).resolve().parents[1]
 LAB = REPO / "lab" / "lab.sh"
 LOGS = REPO / ".lab" / "bench"
 TRANSPORTS = os.environ.get("BENCH_LAB_TRANSPORTS", "mitogen ssh podman").split()
-ROUNDS = int(os.environ.get("BENCH_LAB_ROUNDS", "2"))
+ROUNDS = int(os.environ.get("BENCH_LAB_ROUNDS", "3"))
 LARGE = int(os.environ.get("BENCH_LAB_LARGE", "16"))
 NOOP_TASKS = 40
 RECAP = re.compile(
@@ -48,6 +48,11 @@ RECAP = re.compile(
     r"failed=(?P<failed>\d+)\s+skipped=(?P<skipped>\d+)"
 )
 PROFILE = re.compile(r"^(?P<name>.*?) -* ?(?P<seconds>\d+\.\d+)s$")
+PROFILE_ENV = {
+    "ANSIBLE_CALLBACKS_ENABLED": "ansible.posix.profile_tasks",
+    "PROFILE_TASKS_TASK_OUTPUT_LIMIT": "all",
+    "PROFILE_TASKS_SORT_ORDER": "descending",
+}
 
 
 class RunFailed(Exception):
@@ -158,19 +163,19 @@ def noop_playbook(path: Path, tasks: int) -> None:
 
 
 def per_task_costs(transports: list) -> dict:
-    """Best (T41 - T1) / 40 per transport over ROUNDS rounds, transports interleaved."""
+    """Seconds per no-op task on the lab's two nodes, per transport, one figure per round
+    (transports interleaved): the profile_tasks times of a play's tasks after its first one,
+    so start-up and connection set-up are not counted."""
     costs: dict = {t: [] for t in transports}
     with tempfile.TemporaryDirectory(prefix="gpufabric-bench.") as tmp:
-        one, many = Path(tmp) / "one.yml", Path(tmp) / "many.yml"
-        noop_playbook(one, 1)
-        noop_playbook(many, NOOP_TASKS + 1)
+        play = Path(tmp) / "noop.yml"
+        noop_playbook(play, NOOP_TASKS + 1)
         for rnd in range(ROUNDS):
             for transport in transports:
-                env = transport_env(transport)
-                base = ["ansible-playbook", "-i", "inventory/lab", "-e", f"gpufabric_lab_connection={transport}"]
-                t1 = run(f"noop-{transport}-1-r{rnd}", [*base, str(one)], env=env)["wall"]
-                tn = run(f"noop-{transport}-{NOOP_TASKS + 1}-r{rnd}", [*base, str(many)], env=env)["wall"]
-                costs[transport].append((tn - t1) / NOOP_TASKS)
+                env = {**transport_env(transport), **PROFILE_ENV, "PROFILE_TASKS_SORT_ORDER": "none"}
+                argv = ["ansible-playbook", "-i", "inventory/lab", "-e", f"gpufabric_lab_connection={transport}"]
+                timed = profile(run(f"noop-{transport}-r{rnd}", [*argv, str(play)], env=env)["text"])
+                costs[transport].append(sum(seconds for _name, seconds in timed[1:]) / (len(timed) - 1))
                 log(f"per-task {transport} round {rnd + 1}: {costs[transport][-1]:.3f} s")
     return costs
 
@@ -240,11 +245,7 @@ def noop_check(name: str, result: dict) -> None:
 def main() -> int:
     os.environ.setdefault("CONTAINERS_CONF", str(REPO / ".lab" / "containers.conf"))
     default = default_transport()
-    profile_env = {
-        "ANSIBLE_CALLBACKS_ENABLED": "ansible.posix.profile_tasks",
-        "PROFILE_TASKS_TASK_OUTPUT_LIMIT": "all",
-        "PROFILE_TASKS_SORT_ORDER": "descending",
-    }
+    profile_env = PROFILE_ENV
     try:
         lab("down", "down", transport=default)
         start2 = lab("start-2", "start", transport=default)
@@ -276,10 +277,10 @@ def main() -> int:
 
     load = os.getloadavg()
     print(f"controller: {os.cpu_count()} CPUs, load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} at the end")
-    print(f"\nper-task cost on 2 nodes (no-op task; best of {ROUNDS}; all rounds):")
+    print(f"\nper-task cost on 2 nodes (a no-op task on both; median of {ROUNDS} rounds; all rounds):")
     for transport in TRANSPORTS:
         rounds = ", ".join(f"{c:.3f}" for c in costs[transport])
-        print(f"  {transport:8s} {min(costs[transport]):6.3f} s/task   ({rounds})")
+        print(f"  {transport:8s} {statistics.median(costs[transport]):6.3f} s/task   ({rounds})")
     print(f"\nmake lab on 2 nodes over {default}:")
     print(f"  nodes + API double + prepare.yml {start2['wall']:7.1f} s")
     print(
@@ -318,10 +319,7 @@ def main() -> int:
         print(f"  site.yml no-op rerun             {noop_l['wall']:7.1f} s  (changed={noop_l['changed']})")
         print(f"  memory: nodes {mem_nodes / 2**20:.0f} MiB ({mem_nodes / LARGE / 2**20:.0f} MiB each), ", end="")
         print(f"controller Ansible peak RSS {first_l['peak_rss'] / 2**20:.0f} MiB")
-    print(
-        f"\nlogs: {LOGS}; spread of the per-task rounds: "
-        + ", ".join(f"{t} {statistics.pstdev(c):.3f}" for t, c in costs.items())
-    )
+    print(f"\nlogs: {LOGS}")
     return 0
 
 
