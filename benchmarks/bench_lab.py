@@ -18,7 +18,8 @@ replaces the running lab (make lab's nodes and API double) and leaves it down. P
 
 Figures only: it never fails on timing; it exits 1 when a run fails or a rerun changes something.
 Logs of every run are kept in .lab/bench/. BENCH_LAB_TRANSPORTS picks the transports
-(default "mitogen ssh podman").
+(default "mitogen ssh podman"), BENCH_LAB_RERUN_TRANSPORTS those of the no-op reruns (default:
+the same).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ REPO = Path(__file__).resolve().parents[1]
 LAB = REPO / "lab" / "lab.sh"
 LOGS = REPO / ".lab" / "bench"
 TRANSPORTS = os.environ.get("BENCH_LAB_TRANSPORTS", "mitogen ssh podman").split()
+RERUN_TRANSPORTS = os.environ.get("BENCH_LAB_RERUN_TRANSPORTS", " ".join(TRANSPORTS)).split()
 ROUNDS = int(os.environ.get("BENCH_LAB_ROUNDS", "3"))
 LARGE = int(os.environ.get("BENCH_LAB_LARGE", "16"))
 NOOP_TASKS = 40
@@ -253,7 +255,7 @@ def main() -> int:
         noop2 = lab("site-2-noop", "site", transport=default, extra_env=profile_env)
         noop_check("site.yml rerun on 2 nodes", noop2)
         reruns = {default: noop2}
-        for transport in TRANSPORTS:
+        for transport in RERUN_TRANSPORTS:
             if transport != default:
                 reruns[transport] = lab(f"site-2-noop-{transport}", "site", transport=transport)
                 noop_check(f"site.yml rerun over {transport}", reruns[transport])
