@@ -199,8 +199,8 @@ def transport_env(transport: str) -> dict:
 
 
 def large_lab(count: int) -> tuple:
-    """An inventory and API-double seed for `count` nodes, beside inventory/lab's depth (its
-    group_vars find the checkout at inventory_dir/../..)."""
+    """An inventory for `count` nodes, beside inventory/lab's depth (its group_vars find the
+    checkout at inventory_dir/../..)."""
     inv = REPO / ".lab" / f"bench-inventory-{count}"
     shutil.rmtree(inv, ignore_errors=True)
     inv.mkdir(parents=True)
@@ -210,15 +210,8 @@ def large_lab(count: int) -> tuple:
     controller = {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}"}
     hosts = {"all": {"children": {"gpu_nodes": {"hosts": nodes}}, "hosts": {"localhost": controller}}}
     (inv / "hosts.yml").write_text("---\n" + yaml.safe_dump(hosts, sort_keys=False))
-    template = yaml.safe_load((REPO / "lab" / "cluster" / "nodes.yml").read_text())[0]
-    seed = []
-    for n in names:
-        node = yaml.safe_load(yaml.safe_dump(template))
-        node["metadata"]["name"] = n
-        node["metadata"]["labels"]["kubernetes.io/hostname"] = n
-        seed.append(node)
-    (inv / "seed.yml").write_text("---\n" + yaml.safe_dump(seed, sort_keys=False))
-    env = {"LAB_NODES": " ".join(names), "LAB_INVENTORY": str(inv), "LAB_KUBE_SEED": str(inv / "seed.yml")}
+    # lab/lab.sh registers the inventory's GPU nodes as the cluster's Nodes, from their snapshots.
+    env = {"LAB_NODES": " ".join(names), "LAB_INVENTORY": str(inv)}
     return env, names
 
 

@@ -5,8 +5,9 @@
 LAB_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO_ROOT="$(cd "${LAB_ROOT}/.." && pwd)"
 LAB_STATE="${REPO_ROOT}/.lab"
-# What is built once per machine and shared by every checkout on it (Python wheels, the local
-# package repository, ...), each under a key hashed from what it is built from.
+# What is built once per machine and shared by every checkout and CI run on it (the toolchain
+# venv, the local package repository, the control-plane binaries, Helm, ...), each under a key
+# hashed from what it is built from; GPUFABRIC_CACHE_DIR moves it.
 LAB_CACHE="${GPUFABRIC_CACHE_DIR:-${XDG_CACHE_HOME:-${HOME}/.cache}/gpufabric-rollout}"
 LAB_IMAGE_NAME="localhost/gpufabric-lab"
 LAB_LABEL="io.gpufabric.lab=1"
@@ -15,6 +16,16 @@ LAB_LABEL="io.gpufabric.lab=1"
 LAB_SSH_KEY="${LAB_STATE}/ssh/id_ed25519"
 
 log() { printf '[lab] %s\n' "$*" >&2; }
+
+# The project's Python (make venv), else python3: the lab's cluster scripts need kubernetes,
+# cryptography and PyYAML, which the project's virtualenv has.
+lab_python() {
+    if [[ -x "${REPO_ROOT}/.venv/bin/python" ]]; then
+        printf '%s\n' "${REPO_ROOT}/.venv/bin/python"
+    else
+        command -v python3 || die "no python3 found (run 'make venv')"
+    fi
+}
 die() { printf '[lab] ERROR: %s\n' "$*" >&2; exit 1; }
 
 # The image tag is a hash of its recipe: every file under lab/image/ (the build script, the

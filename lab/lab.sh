@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
-# The embedded lab: two GPU-like nodes (podman, systemd, sshd, hardware snapshots) and the
-# Kubernetes API test double, then the main job (site.yml) against them, then the rollout report.
+# The embedded lab: two GPU-like nodes (podman, systemd, sshd, hardware snapshots) and a real
+# Kubernetes control plane (lab/kube.sh) in which they are Nodes, then the main job (site.yml)
+# against them, then the rollout report.
 # Ansible reaches the nodes over SSH as `ansible` with sudo, through the transport named by
 # gpufabric_lab_connection (inventory/lab/group_vars/gpu_nodes/connection.yml) or
 # GPUFABRIC_LAB_CONNECTION (mitogen | ssh | podman).
 # Usage: lab/lab.sh up              start what is missing, prepare the nodes, run site.yml, print the report
 #        lab/lab.sh start           start what is missing and prepare the nodes (no site.yml)
-#        lab/lab.sh site [ARGS...]  run site.yml again on the running lab (ARGS go to ansible-playbook,
-#                                   e.g. --check --diff)
-#        lab/lab.sh down            remove the nodes and stop the API double
-# Extra ansible-playbook arguments for `up` can be given in LAB_PLAYBOOK_ARGS (e.g. "--check --diff").
-# Another shape of lab (benchmarks/bench_lab.py runs 16 nodes): LAB_NODES (node names),
-# LAB_INVENTORY (an inventory naming them) and LAB_KUBE_SEED (Node objects for the API double).
+#        lab/lab.sh site [ARGS...]  run site.yml again on the running lab (make site; ARGS go to
+#                                   ansible-playbook, e.g. --check --diff)
+#        lab/lab.sh plan [ARGS...]  run playbooks/plan.yml on the running lab: the dry run (make plan)
+#        lab/lab.sh down            remove the nodes and the cluster (its state too)
+# Extra ansible-playbook arguments can also be given in LAB_PLAYBOOK_ARGS (e.g. "--check --diff").
+# Another shape of lab (benchmarks/bench_lab.py runs 16 nodes): LAB_NODES (node names) and
+# LAB_INVENTORY (an inventory naming them; its GPU nodes become the cluster's Nodes).
 set -euo pipefail
 # shellcheck source=lab/common.sh
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/common.sh"
@@ -20,37 +22,47 @@ cd "${REPO_ROOT}"
 inventory="${LAB_INVENTORY:-inventory/lab}"
 read -r -a nodes <<<"${LAB_NODES:-gpu-node-01 gpu-node-02}"
 
+# NAME=SNAPSHOT for every GPU node of the inventory (Node name: gpufabric_k8s_node_name, else
+# the inventory name), so the cluster's Nodes are described by the hardware the nodes run on.
+node_snapshots() {
+    ansible-inventory -i "${inventory}" --list |
+        python3 -c 'import json, sys
+inv = json.load(sys.stdin)
+hostvars = inv.get("_meta", {}).get("hostvars", {})
+for host in inv.get("gpu_nodes", {}).get("hosts", []):
+    hv = hostvars.get(host, {})
+    print("%s=%s" % (hv.get("gpufabric_k8s_node_name", host), hv["gpufabric_lab_snapshot"]))'
+}
+
 up() {
     start
     # shellcheck disable=SC2086  # LAB_PLAYBOOK_ARGS is a list of arguments
-    site ${LAB_PLAYBOOK_ARGS:-}
-    echo
-    cat "${LAB_STATE}/rollout-report.txt"
+    again site.yml ${LAB_PLAYBOOK_ARGS:-}
 }
 
 start() {
-    local begin="${SECONDS}"
+    local begin="${SECONDS}" registrations
     "${LAB_ROOT}/nodes.sh" up "${nodes[@]}"
-    "${LAB_ROOT}/kube.sh" start --seed "${LAB_KUBE_SEED:-${LAB_ROOT}/cluster/nodes.yml}" >/dev/null
-    log "Kubernetes API test double: $(awk '/server:/ {print $2; exit}' "${LAB_STATE}/kube/kubeconfig")"
-    stop_operator && start_operator
-    log "nodes and API double up in $((SECONDS - begin)) s"
+    "${LAB_ROOT}/kube.sh" start >/dev/null
+    mapfile -t registrations < <(node_snapshots)
+    "$(lab_python)" "${LAB_ROOT}/cluster/nodes.py" --kubeconfig "$("${LAB_ROOT}/kube.sh" kubeconfig admin)" \
+        --sysroots "${LAB_STATE}/sysroots" "${registrations[@]}" | sed 's/^/[lab] /' >&2
+    log "Kubernetes API: $(awk -F'"' '/"server"/ {print $4; exit}' "$("${LAB_ROOT}/kube.sh" kubeconfig)") (roles run as gpufabric-rollout)"
+    log "nodes and cluster up in $((SECONDS - begin)) s"
     playbook "${LAB_ROOT}/prepare.yml"
 }
 
-# site.yml against the running lab, with the cluster-side extra vars.
-site() {
-    # The upstream CRD schemas (NicClusterPolicy, IPPool, NADs, ...) are not part of this
-    # repository; the lab registers them from LAB_CRDS_DIR. Without them the cluster objects are
-    # rendered to files instead of applied.
-    local crds="${LAB_CRDS_DIR:-${REPO_ROOT}/../shared/crds}" extra=()
+# The upstream CRD schemas (NicClusterPolicy, IPPool, NADs, ...) are not part of this repository;
+# the roles apply them from LAB_CRDS_DIR. Without them the cluster objects are rendered to files
+# instead of applied.
+crd_args() {
+    local crds="${LAB_CRDS_DIR:-${REPO_ROOT}/../shared/crds}"
     if [[ -d "${crds}" ]]; then
-        extra+=(-e "network_operator_crds_dir=$(cd "${crds}" && pwd)")
+        printf '%s\n' -e "network_operator_crds_dir=$(cd "${crds}" && pwd)" -e "gpu_operator_crds_dir=$(cd "${crds}" && pwd)"
     else
         log "no CRD schemas in ${crds} (set LAB_CRDS_DIR): cluster objects are rendered to .lab/rendered, not applied"
-        extra+=(-e gpufabric_k8s_mode=render)
+        printf '%s\n' -e gpufabric_k8s_mode=render
     fi
-    playbook site.yml "${extra[@]}" "$@"
 }
 
 # ansible-playbook against the lab inventory over the lab's transport, timed.
@@ -64,31 +76,28 @@ playbook() {
     return "${rc}"
 }
 
-# Play the Network Operator: report NicClusterPolicy/NicNodePolicy ready, as the real operator
-# does once its pods run (nothing runs them in the lab).
-start_operator() {
-    local pidfile="${LAB_STATE}/operator.pid"
-    echo ready >"${LAB_STATE}/operator-mode"
-    setsid nohup python "${LAB_ROOT}/cluster/play_operator.py" "${LAB_STATE}/kube/kubeconfig" \
-        "${LAB_STATE}/operator-mode" >"${LAB_STATE}/operator.log" 2>&1 </dev/null &
-    echo $! >"${pidfile}"
-}
-
-stop_operator() {
-    local pidfile="${LAB_STATE}/operator.pid"
-    if [[ -f "${pidfile}" ]]; then kill "$(cat "${pidfile}")" 2>/dev/null || true; rm -f "${pidfile}"; fi
+# A playbook against the running lab (no node start, no prepare), with the CRD arguments:
+# `make site`, `make plan`; site.yml prints the report after.
+again() {
+    local book="$1" extra=()
+    shift
+    "${LAB_ROOT}/kube.sh" status >/dev/null 2>&1 || die "the lab is not up: run 'make lab' first"
+    mapfile -t extra < <(crd_args)
+    playbook "${book}" "${extra[@]}" "$@"
+    [[ "${book}" != site.yml ]] || { echo; cat "${LAB_STATE}/rollout-report.txt"; }
 }
 
 down() {
     "${LAB_ROOT}/nodes.sh" down "${nodes[@]}"
-    stop_operator
-    "${LAB_ROOT}/kube.sh" stop || true
+    "${LAB_ROOT}/kube.sh" stop --purge
 }
 
+# shellcheck disable=SC2086  # LAB_PLAYBOOK_ARGS is a list of arguments
 case "${1:-}" in
     up) lab_connection_env; up ;;
     start) lab_connection_env; start ;;
-    site) shift; lab_connection_env; site "$@" ;;
+    site) shift; lab_connection_env; again site.yml ${LAB_PLAYBOOK_ARGS:-} "$@" ;;
+    plan) shift; lab_connection_env; again playbooks/plan.yml ${LAB_PLAYBOOK_ARGS:-} "$@" ;;
     down) down ;;
-    *) die "usage: lab/lab.sh up | start | site [ANSIBLE-PLAYBOOK ARGS...] | down" ;;
+    *) die "usage: lab/lab.sh up | start | site [ANSIBLE-PLAYBOOK ARGS...] | plan [ARGS...] | down" ;;
 esac
