@@ -82,6 +82,8 @@ again() {
     local book="$1" extra=()
     shift
     "${LAB_ROOT}/kube.sh" status >/dev/null 2>&1 || die "the lab is not up: run 'make lab' first"
+    # Running already: this applies the checkout's RBAC again (the roles' needs may have changed).
+    "${LAB_ROOT}/kube.sh" start >/dev/null
     mapfile -t extra < <(crd_args)
     playbook "${book}" "${extra[@]}" "$@"
     [[ "${book}" != site.yml ]] || { echo; cat "${LAB_STATE}/rollout-report.txt"; }
