@@ -25,9 +25,10 @@ Children of a node are ordered by bus id, as NCCL keeps them.
 
 from __future__ import annotations
 
-import re
 from typing import Any, Dict, List, Optional, Tuple
 from xml.sax.saxutils import quoteattr
+
+from ansible_collections.gpufabric.rollout.plugins.module_utils._topology_parsers import parse_speed
 
 NVSWITCH_TARGET = "fffffff:ff:ff.0"
 
@@ -56,16 +57,11 @@ class _Node:
         out.append(f"{pad}</{self.tag}>")
 
 
-def _speed_value(text: Optional[str]) -> Optional[float]:
-    m = re.match(r"\s*([0-9.]+)\s*GT/s", text or "")
-    return float(m.group(1)) if m else None
-
-
 def _nccl_link(dev: Dict[str, Any], parent: Optional[Dict[str, Any]]) -> Tuple[str, str]:
     dspeed = dev["pcie"].get("max_speed") or ""
     pspeed = (parent or {}).get("pcie", {}).get("max_speed") or ""
-    dv = _speed_value(dspeed)
-    pv = _speed_value(pspeed)
+    dv = parse_speed(dspeed)
+    pv = parse_speed(pspeed)
     speed = pspeed if (pv is not None and (dv is None or pv < dv)) else dspeed
     dw = dev["pcie"].get("max_width") or 0
     pw = (parent or {}).get("pcie", {}).get("max_width") or 0

@@ -27,6 +27,10 @@ class FakeRunner:
     def __init__(self, module):
         pass
 
+    @classmethod
+    def for_module(cls, module):
+        return cls(module)
+
     def which(self, name):
         return self.binary
 
