@@ -1,14 +1,14 @@
 # Copyright: (c) 2026, gpufabric.rollout contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters over the lossless RoCE planner (plugins/module_utils/_qos.py)."""
+"""Filters over the lossless RoCE intent and planner (plugins/module_utils/_qos_intent.py, _qos_plan.py)."""
 
 from __future__ import annotations
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils._qos import (
+from ansible_collections.gpufabric.rollout.plugins.module_utils._qos_intent import validate_intent
+from ansible_collections.gpufabric.rollout.plugins.module_utils._qos_plan import (
     build_plan,
     rail_consistency_errors,
     rail_summary,
-    validate_intent,
 )
 
 

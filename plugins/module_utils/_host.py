@@ -203,3 +203,11 @@ class Sysroot:
             os.makedirs(path, exist_ok=True)
         else:
             os.mkdir(path)
+
+
+class Host:
+    """A sysroot and a runner together: what an engine that reads, runs and writes needs."""
+
+    def __init__(self, sysroot: Sysroot, runner: Runner) -> None:
+        self.sysroot = sysroot
+        self.runner = runner

@@ -21,6 +21,7 @@ from typing import Any, Dict, List, Optional
 from ansible_collections.gpufabric.rollout.plugins.module_utils._host import Sysroot
 from ansible_collections.gpufabric.rollout.plugins.module_utils._parse import ParseError, integer_or_none
 from ansible_collections.gpufabric.rollout.plugins.module_utils._topology_parsers import (
+    ACS_REDIRECT_MASK,
     nvlink_count,
     parse_hex,
     parse_int,
@@ -32,8 +33,6 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils._topology_parser
     select_roce_v2_gid,
 )
 from ansible_collections.gpufabric.rollout.plugins.module_utils._topology_pci import (
-    ACS_CR,
-    ACS_RR,
     BRIDGE_CLASS,
     GPU_MODELS,
     NIC_MODELS,
@@ -273,7 +272,7 @@ def discover(sysroot: str, topo_text: Optional[str] = None, storage_nics: Option
             continue
         acs = None
         if d.acs_ctl is not None:
-            acs = {"ctl": d.acs_ctl, "redirect": bool(d.acs_ctl & (ACS_RR | ACS_CR))}
+            acs = {"ctl": d.acs_ctl, "redirect": bool(d.acs_ctl & ACS_REDIRECT_MASK)}
         bridges.append(
             {
                 "bdf": d.bdf,
@@ -396,7 +395,7 @@ def discover(sysroot: str, topo_text: Optional[str] = None, storage_nics: Option
             brs, _depth = path_bridges(scan, gd, nd)
             for b in brs:
                 bd = scan.pci.get(b)
-                if bd and bd.port_type != "root_port" and bd.acs_ctl is not None and bd.acs_ctl & (ACS_RR | ACS_CR):
+                if bd and bd.port_type != "root_port" and bd.acs_ctl is not None and bd.acs_ctl & ACS_REDIRECT_MASK:
                     acs_seen.setdefault(b, []).append(f"{g['name']}-{n['rdma_device']}")
     for b in sorted(acs_seen):
         ctl = scan.pci[b].acs_ctl

@@ -44,6 +44,11 @@ PCI_EXP_TYPES = {
     0x9: "rc_endpoint",
     0xA: "rc_event_collector",
 }
+# ACS control bits (pci_regs.h PCI_ACS_*): P2P request redirect, P2P completion redirect
+ACS_RR = 0x04
+ACS_CR = 0x08
+ACS_REDIRECT_MASK = ACS_RR | ACS_CR
+BDF = re.compile(r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")  # PCI address DDDD:BB:DD.F
 ROCE_V2 = "RoCE v2"  # gid_attrs/types/N (drivers/infiniband/core/cache.c gid_type_str)
 ZERO_GID = "0000:0000:0000:0000:0000:0000:0000:0000"
 _V4_PREFIX = "0000:0000:0000:0000:0000:ffff:"

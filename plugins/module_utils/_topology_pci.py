@@ -12,11 +12,11 @@ Runs on target hosts: Python >= 3.8, stdlib only.
 
 from __future__ import annotations
 
-import re
 from typing import Dict, List, Optional, Tuple
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils._host import Sysroot
 from ansible_collections.gpufabric.rollout.plugins.module_utils._topology_parsers import (
+    BDF,
     parse_config,
     parse_hex,
     parse_int,
@@ -26,9 +26,6 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils._topology_parser
 PATH_CLASSES = ("PIX", "PXB", "PHB", "NODE", "SYS")
 RANK = {c: i for i, c in enumerate(PATH_CLASSES)}
 
-# ACS control bits (pci_regs.h PCI_ACS_*): request redirect, completion redirect
-ACS_RR = 0x04
-ACS_CR = 0x08
 BRIDGE_CLASS = 0x0604
 
 # GPU models by PCI device id (pci.ids, NVIDIA). sm = CUDA compute capability x 10.
@@ -74,8 +71,6 @@ NIC_MODELS: Dict[str, Tuple[str, bool]] = {
     "a2dc": ("BlueField-3", False),
 }
 
-_BDF = re.compile(r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
-
 
 class PciDev:
     __slots__ = (
@@ -101,7 +96,7 @@ class PciDev:
         except StopIteration:
             start = len(comps) - 1
         self.host = comps[start][3:] if start < len(comps) - 1 else None
-        self.chain = [c for c in comps[start + 1 : -1] if _BDF.match(c)]  # bridges above, top first
+        self.chain = [c for c in comps[start + 1 : -1] if BDF.match(c)]  # bridges above, top first
         self.attrs: Dict[str, Optional[str]] = {}
         self.vendor_id = ""
         self.device_id = ""

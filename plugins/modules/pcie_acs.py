@@ -68,16 +68,27 @@ bridges:
     - {bdf: "0000:16:00.0", before: "001d", after: "0011", redirect: false}
 """
 
-import shutil
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils._qos import (
-    HostIO,
-    QosError,
-    run_acs,
-    upstream_bridges,
-)
+from ansible_collections.gpufabric.rollout.plugins.module_utils._host import CommandError, Runner, Sysroot
+from ansible_collections.gpufabric.rollout.plugins.module_utils._parse import ParseError
+from ansible_collections.gpufabric.rollout.plugins.module_utils._pcie_acs import AcsError, run_acs, upstream_bridges
+
+
+def run(params, sysroot, runner, check_mode):
+    """The module's result for ``params``; AcsError, CommandError or ParseError when it cannot."""
+    if not runner.which("setpci"):
+        raise AcsError("setpci (pciutils) is not installed")
+    bridges = upstream_bridges(sysroot, params["endpoints"])
+    out = run_acs(bridges, params["clear_mask"], runner, check_mode)
+    return dict(
+        changed=out["changed"],
+        bridges=out["bridges"],
+        diff=dict(
+            before={b["bdf"]: b["before"] for b in out["bridges"]},
+            after={b["bdf"]: b["after"] for b in out["bridges"]},
+        ),
+    )
 
 
 def main():
@@ -100,22 +111,11 @@ def main():
     elif not 0 < module.params["clear_mask"] <= 0x7F:
         error = f"clear_mask must be in 1..0x7f, got {module.params['clear_mask']}"
     else:
-        io = HostIO(
-            run=lambda argv: module.run_command(argv, environ_update={"LC_ALL": "C"}),
-            which=lambda name: module.get_bin_path(name) or shutil.which(name),
-            sysroot=module.params["sysroot"],
-        )
         try:
-            if not io.which("setpci"):
-                raise QosError("setpci (pciutils) is not installed")
-            bridges = upstream_bridges(io, module.params["endpoints"])
-            out = run_acs(bridges, module.params["clear_mask"], io, module.check_mode)
-            result.update(changed=out["changed"], bridges=out["bridges"])
-            result["diff"] = dict(
-                before={b["bdf"]: b["before"] for b in out["bridges"]},
-                after={b["bdf"]: b["after"] for b in out["bridges"]},
+            result.update(
+                run(module.params, Sysroot(module.params["sysroot"]), Runner.for_module(module), module.check_mode)
             )
-        except (QosError, OSError) as exc:
+        except (AcsError, CommandError, ParseError, OSError) as exc:
             error = str(exc)
     if error is not None:
         module.fail_json(msg=error, **result)

@@ -164,15 +164,10 @@ warnings_list:
   elements: str
 """
 
-import shutil
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils._qos import (
-    HostIO,
-    QosError,
-    run_plan_interfaces,
-)
+from ansible_collections.gpufabric.rollout.plugins.module_utils._host import Host, Runner, Sysroot
+from ansible_collections.gpufabric.rollout.plugins.module_utils._qos_engine import ENGINE_ERRORS, run_plan_interfaces
 
 IFACE_SPEC = dict(
     netdev=dict(type="str", required=True),
@@ -199,16 +194,6 @@ IFACE_SPEC = dict(
 )
 
 
-def make_io(module):
-    def run(argv):
-        return module.run_command(argv, environ_update={"LC_ALL": "C"})
-
-    def which(name):
-        return module.get_bin_path(name) or shutil.which(name)
-
-    return HostIO(run=run, which=which, sysroot=module.params["sysroot"])
-
-
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -225,9 +210,8 @@ def main():
             error = f"interfaces[{iface['netdev']}].pfc must list 8 values of 0 or 1"
     if error is None:
         try:
-            out = run_plan_interfaces(
-                module.params["interfaces"], module.params["backend"], make_io(module), module.check_mode
-            )
+            io = Host(Sysroot(module.params["sysroot"]), Runner.for_module(module))
+            out = run_plan_interfaces(module.params["interfaces"], module.params["backend"], io, module.check_mode)
             result.update(
                 changed=out["changed"],
                 backend=out["backend"],
@@ -240,7 +224,7 @@ def main():
             )
             for warning in out["warnings"]:
                 module.warn(warning)
-        except (QosError, OSError) as exc:
+        except ENGINE_ERRORS as exc:
             error = str(exc)
     if error is not None:
         module.fail_json(msg=error, **result)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _qos
+from ansible_collections.gpufabric.rollout.plugins.module_utils import _qos_intent
 
 CASES = Path(__file__).parent / "cases"
 BAD = yaml.safe_load((CASES / "bad_intent.yml").read_text())
@@ -28,7 +28,7 @@ GOOD_FABRIC = {
 
 
 def test_good_intent_passes():
-    assert _qos.validate_intent(GOOD_FABRIC, {"interfaces": ["enp24s0np0", "mlx5_2"]}, TOPOLOGY) == []
+    assert _qos_intent.validate_intent(GOOD_FABRIC, {"interfaces": ["enp24s0np0", "mlx5_2"]}, TOPOLOGY) == []
 
 
 @pytest.mark.parametrize("name", sorted(BAD))
@@ -37,11 +37,11 @@ def test_bad_intent_is_rejected(name):
     fabric = dict(GOOD_FABRIC, **case.get("fabric", {}))
     topology = copy.deepcopy(TOPOLOGY)
     topology.update(case.get("topology", {}))
-    errors = _qos.validate_intent(fabric, case.get("options", {}), topology)
+    errors = _qos_intent.validate_intent(fabric, case.get("options", {}), topology)
     assert any(case["error"] in e for e in errors), errors
 
 
 def test_all_errors_reported_at_once():
     fabric = dict(GOOD_FABRIC, lossless_priority=9, data_dscp=70, mtu=1500)
-    errors = _qos.validate_intent(fabric, {"backend": "x"}, TOPOLOGY)
+    errors = _qos_intent.validate_intent(fabric, {"backend": "x"}, TOPOLOGY)
     assert len(errors) >= 4

@@ -7,7 +7,7 @@ from pathlib import Path
 import yaml
 
 from ansible_collections.gpufabric.rollout.plugins.filter.roce import FilterModule
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _qos
+from ansible_collections.gpufabric.rollout.plugins.module_utils import _qos_intent, _qos_plan
 
 TOPOLOGY = yaml.safe_load((Path(__file__).parent / "cases" / "topology_dgx_subset.yml").read_text())
 FABRIC = {"lossless_priority": 3, "data_dscp": 26, "cnp_dscp": 48, "cnp_priority": 6, "roce_tos": 106, "mtu": 9000}
@@ -25,8 +25,8 @@ def test_filters_are_registered():
 def test_filters_match_the_planner():
     f = FilterModule().filters()
     plan = f["roce_plan"](FABRIC, {"include_storage": True}, TOPOLOGY, "/lab")
-    assert plan == _qos.build_plan(FABRIC, {"include_storage": True}, TOPOLOGY, sysroot="/lab")
-    assert f["roce_intent_errors"](dict(FABRIC, mtu=1500), {}, TOPOLOGY) == _qos.validate_intent(
+    assert plan == _qos_plan.build_plan(FABRIC, {"include_storage": True}, TOPOLOGY, sysroot="/lab")
+    assert f["roce_intent_errors"](dict(FABRIC, mtu=1500), {}, TOPOLOGY) == _qos_intent.validate_intent(
         dict(FABRIC, mtu=1500), {}, TOPOLOGY
     )
     summary = f["roce_rail_summary"](plan)
