@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _cluster_plan
+from ansible_collections.gpufabric.rollout.plugins.module_utils import _cluster_objects, _cluster_plan, _cluster_report
 
 
 def cluster_nodes(hostvars, hosts):
@@ -41,13 +41,13 @@ def cluster_plan(intent, nodes, cluster_cidrs=None, fabric=None, nccl_version=No
 
 
 def cluster_report(plan):
-    return _cluster_plan.report_text(plan)
+    return _cluster_report.report_text(plan)
 
 
 def k8s_render_files(objects, prefix=""):
     """[{file, object}] with one stable file name per object, for render mode (kustomization resources)."""
     try:
-        return _cluster_plan.render_files(objects, prefix)
+        return _cluster_objects.render_files(objects, prefix)
     except _cluster_plan.ClusterPlanError as exc:
         raise AnsibleFilterError(str(exc)) from exc
 

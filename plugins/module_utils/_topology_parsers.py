@@ -156,6 +156,55 @@ def select_roce_v2_gid(entries: List[Dict[str, Any]], ndev: Optional[str] = None
     return None
 
 
+def gid_index_script() -> str:
+    """POSIX sh for a Pod's init step (NCCL < 2.21): ``select_roce_v2_gid`` for the Pod's own interface.
+
+    Usage ``find-gid-index.sh [IFNAME] [OUTFILE]``: reads ``$GPUFABRIC_SYSFS`` (default /sys)
+    ``class/infiniband/DEV/ports/P/gids/N`` with ``gid_attrs/types/N`` and ``gid_attrs/ndevs/N``,
+    prints the lowest index N on IFNAME whose type is RoCE v2 and whose GID is IPv4-mapped, and
+    writes ``NCCL_IB_GID_INDEX=N`` to OUTFILE (default /etc/nccl-gid/env). The lowest index, not
+    the first in a listing: ``gids/10`` lists before ``gids/2``. tests/unit/cluster/test_gid_script.py
+    runs it against ``select_roce_v2_gid`` on the same GID tables.
+    """
+    hexgroup = "[0-9a-f]" * 4
+    ipv4_gid = f"{_V4_PREFIX}{hexgroup}:{hexgroup}"
+    return "\n".join(
+        [
+            "#!/bin/sh",
+            "# usage: find-gid-index.sh [IFNAME] [OUTFILE]  (managed by gpufabric.rollout)",
+            "# Prints the lowest GID index on IFNAME whose type is RoCE v2 and whose GID is IPv4-mapped.",
+            "set -eu",
+            'ifname="${1:-net1}"',
+            'out="${2:-/etc/nccl-gid/env}"',
+            'sysfs="${GPUFABRIC_SYSFS:-/sys}"',
+            'for port in "$sysfs"/class/infiniband/*/ports/*; do',
+            '  best=""',
+            '  for gid in "$port"/gids/*; do',
+            '    [ -r "$gid" ] || continue',
+            '    idx="${gid##*/}"',
+            "    case \"$idx\" in ''|*[!0-9]*) continue ;; esac",
+            '    if [ -n "$best" ] && [ "$idx" -ge "$best" ]; then continue; fi',
+            '    ndev=$(cat "$port/gid_attrs/ndevs/$idx" 2>/dev/null || true)',
+            '    [ "$ndev" = "$ifname" ] || continue',
+            '    type=$(cat "$port/gid_attrs/types/$idx" 2>/dev/null || true)',
+            f'    [ "$type" = "{ROCE_V2}" ] || continue',
+            '    value=$(cat "$gid" 2>/dev/null || true)',
+            f'    case "$value" in {ipv4_gid}) ;; *) continue ;; esac',
+            '    best="$idx"',
+            "  done",
+            '  [ -n "$best" ] || continue',
+            '  mkdir -p "$(dirname "$out")"',
+            '  echo "NCCL_IB_GID_INDEX=$best" > "$out"',
+            '  echo "$best"',
+            "  exit 0",
+            "done",
+            'echo "no RoCE v2 IPv4 GID on $ifname" >&2',
+            "exit 1",
+            "",
+        ]
+    )
+
+
 # ----------------------------------------------------------------------------------------------
 # PCI config space
 

@@ -12,11 +12,9 @@ import yaml
 from netaddr import IPNetwork
 from validate import _SCHEMAS, validate
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils._cluster_plan import (
-    plan_cluster,
-    render_files,
-    report_text,
-)
+from ansible_collections.gpufabric.rollout.plugins.module_utils._cluster_objects import render_files
+from ansible_collections.gpufabric.rollout.plugins.module_utils._cluster_plan import plan_cluster
+from ansible_collections.gpufabric.rollout.plugins.module_utils._cluster_report import report_text
 
 CASES = yaml.safe_load((Path(__file__).parent / "cases" / "plans.yml").read_text())
 FABRIC = {"mtu": 9000, "roce_tos": 106, "rdma_netns_mode": "shared"}
