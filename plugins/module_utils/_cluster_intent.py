@@ -71,7 +71,6 @@ def dns_name(text: str) -> str:
     return value[:63].strip("-") or "x"
 
 
-
 def version_tuple(text: Any) -> Tuple[int, ...]:
     """The first three numbers in a version ('2.18.3-1+cuda12.2' -> (2, 18, 3)); (0,) when there is none."""
     parts = re.findall(r"[0-9]+", str(text or "0"), re.ASCII)
