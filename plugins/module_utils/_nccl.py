@@ -21,12 +21,14 @@ import re
 from collections import OrderedDict
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
+from ansible_collections.gpufabric.rollout.plugins.module_utils._parse import as_text, shorten
+
 GID_INDEX_DYNAMIC_SINCE = (2, 21, 0)
 MAX_IB_HCA = 32
 ECT0 = 0b10
 GDR_LEVELS = ("LOC", "PIX", "PXB", "PHB", "SYS")
 _VAR_NAME = re.compile(r"^NCCL_[A-Z0-9_]+$")
-_VERSION = re.compile(r"^\s*v?(\d+)(?:\.(\d+))?(?:\.(\d+))?(?:[-+.].*)?$")
+_VERSION = re.compile(r"^\s*v?([0-9]{1,9})(?:\.([0-9]{1,9}))?(?:\.([0-9]{1,9}))?(?:[-+.].*)?$", re.ASCII)
 
 
 class NcclPlanError(ValueError):
@@ -37,7 +39,7 @@ def parse_version(version: Any) -> Tuple[int, int, int]:
     """'2.27.3' -> (2, 27, 3); '2.18' -> (2, 18, 0); '2.19.3-1+cuda12.2' -> (2, 19, 3)."""
     match = _VERSION.match(str(version))
     if not match:
-        raise NcclPlanError(f"gpufabric_nccl_version: '{version}' is not a version like 2.27.3")
+        raise NcclPlanError(f"gpufabric_nccl_version: '{shorten(str(version))}' is not a version like 2.27.3")
     return tuple(int(part) if part else 0 for part in match.groups())  # type: ignore[return-value]
 
 
@@ -219,10 +221,10 @@ def render(entries: Mapping[str, Any], header: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
-def parse(text: str) -> OrderedDict[str, str]:
-    """Read back a nccl.conf (VAR=value lines; '#' comments and blank lines ignored)."""
+def parse(text: Any) -> OrderedDict[str, str]:
+    """Read back a nccl.conf (VAR=value lines; '#' comments, blank lines and other lines ignored)."""
     entries: OrderedDict[str, str] = OrderedDict()
-    for line in text.splitlines():
+    for line in as_text(text, "nccl.conf").splitlines():
         stripped = line.strip()
         if not stripped or stripped.startswith("#") or "=" not in stripped:
             continue

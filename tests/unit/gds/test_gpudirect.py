@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils import _gpudirect
+from ansible_collections.gpufabric.rollout.plugins.module_utils._host import Runner, Sysroot
 from ansible_collections.gpufabric.rollout.plugins.modules import gpudirect_facts
 
 FIXTURES = Path(__file__).parent / "fixtures" / "gpudirect"
@@ -72,17 +73,18 @@ def test_classify_modprobe_error(stderr, kind):
     assert _gpudirect.classify_modprobe_error(stderr) == kind
 
 
-class FakeRunner:
+class FakeRunner(Runner):
     """Answers the commands gpudirect_facts runs, from a table; records the calls."""
 
     def __init__(self, table):
         self.table = table
         self.calls = []
+        super().__init__(run=self._answer, which=self._which)
 
-    def which(self, name):
+    def _which(self, name):
         return f"/usr/bin/{name}" if any(k[0] == name for k in self.table) else None
 
-    def run(self, argv):
+    def _answer(self, argv):
         key = (Path(argv[0]).name, *argv[1:])
         self.calls.append(key)
         return self.table.get(key, (1, "", "not found"))
@@ -116,7 +118,7 @@ def test_gather_on_h200_sysroot_picks_dmabuf(tmp_path):
         }
     )
     facts = gpudirect_facts.gather(
-        {"sysroot": sysroot, "method": "auto", "gpus": [], "cuda_version": "", "mofed": False}, runner
+        {"sysroot": sysroot, "method": "auto", "gpus": [], "cuda_version": "", "mofed": False}, runner, Sysroot(sysroot)
     )
     assert facts["driver_flavour"] == "open" and facts["driver_version"] == "580.159.04"
     assert facts["cuda_version"] == "13.0" and facts["cuda_version_source"] == "nvidia-smi"
@@ -142,6 +144,7 @@ def test_gather_uses_topology_gpus_and_driver_branch_without_smi(tmp_path):
             "gpus": [{"model": "A100", "bdf": "0000:18:00.0"}],
         },
         runner,
+        Sysroot(sysroot),
     )
     assert facts["cuda_version"] == "12.2" and facts["cuda_version_source"] == "driver branch"
     assert facts["mofed"] is True and facts["mofed_version"] == "MLNX_OFED_LINUX-24.10-1.1.4.0"
