@@ -150,7 +150,7 @@ class _Parser:
                 value = json.loads(token)
             except ValueError:
                 raise self.error(f"unexpected token {token[:20]!r}", start) from None
-            if not isinstance(value, (int, float)) or not math.isfinite(value):
+            if not isinstance(value, (int, float)) or (isinstance(value, float) and not math.isfinite(value)):
                 raise self.error(f"unexpected token {token[:20]!r}", start)
         self.pos = i
         return _Node("scalar", start, i, value)
@@ -356,6 +356,7 @@ def apply_settings(text: str, desired: Dict[str, Any]) -> Tuple[str, List[str]]:
     ``changed_paths`` is empty ``new_text is text``. Raises CufileSyntaxError for unparsable
     input and ValueError when a path runs through a value that is not an object.
     """
+    text = as_text(text, "cufile.json")
     leaves: List[Tuple[Tuple[str, ...], Any]] = []
     _flatten((), desired, leaves)
     changed: List[str] = []

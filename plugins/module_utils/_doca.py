@@ -307,7 +307,7 @@ def parse_packages_depends(text: Any, prefix: str = "doca-") -> Dict[str, Dict[s
 def exact_dependencies(depends: str) -> Dict[str, str]:
     """'a (= 1.0), b (>= 2), c' -> {'a': '1.0'}: the components a metapackage pins exactly."""
     pinned = {}
-    for item in (depends or "").split(","):
+    for item in as_text(depends or "", "Depends").split(","):
         match = re.match(r"^\s*([a-z0-9][a-z0-9+.-]*)(?::\S+)?\s*\(\s*=\s*([^)\s]+)\s*\)\s*$", item.split("|")[0])
         if match:
             pinned[match.group(1)] = match.group(2)
@@ -325,6 +325,8 @@ def _xml(text: Any, what: str) -> ET.Element:
     text = as_text(text, what)
     try:
         return ET.fromstring(text)
+    except (UnicodeError, ValueError) as exc:  # lone surrogates, an encoding declaration a str cannot have
+        raise ParseError(f"{what} is not well-formed XML ({exc})") from None
     except ET.ParseError as exc:
         lineno = exc.position[0] if getattr(exc, "position", None) else None
         lines = text.splitlines()

@@ -38,7 +38,7 @@ class NcclPlanError(ValueError):
 def parse_version(version: Any) -> Tuple[int, int, int]:
     """'2.27.3' -> (2, 27, 3); '2.18' -> (2, 18, 0); '2.19.3-1+cuda12.2' -> (2, 19, 3)."""
     match = _VERSION.match(str(version))
-    if not match:
+    if not match or re.search(r"[0-9]{10}", str(version)):
         raise NcclPlanError(f"gpufabric_nccl_version: '{shorten(str(version))}' is not a version like 2.27.3")
     return tuple(int(part) if part else 0 for part in match.groups())  # type: ignore[return-value]
 

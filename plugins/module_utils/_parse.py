@@ -37,6 +37,11 @@ def shorten(line: str, limit: int = _SHOWN) -> str:
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
+def _quoted(token: Any) -> str:
+    """A token as a message quotes it: repr, at most 40 characters of it."""
+    return repr(shorten(token, 40)) if isinstance(token, str) else repr(token)
+
+
 class ParseError(ValueError):
     """Text from outside does not have the documented format.
 
@@ -79,6 +84,14 @@ def as_text(data: Any, what: str = "input") -> str:
     raise ParseError(f"{what}: expected text, got {type(data).__name__}")
 
 
+def text_or_none(data: Any) -> Optional[str]:
+    """``as_text`` for parsers whose documented answer to unreadable input is None."""
+    try:
+        return as_text(data)
+    except ParseError:
+        return None
+
+
 def numbered(text: str) -> Iterator[Tuple[int, str]]:
     """(1-based line number, line) for every line of ``text``."""
     return enumerate(text.splitlines(), 1)
@@ -108,7 +121,7 @@ def integer(
         elif not hexa and _INT.fullmatch(text):
             value = int(text, 10)
     if value is None:
-        raise ParseError(f"{what}: {token!r} is not an integer", line=line, lineno=lineno)
+        raise ParseError(f"{what}: {_quoted(token)} is not an integer", line=line, lineno=lineno)
     if (low is not None and value < low) or (high is not None and value > high):
         bounds = f"{'' if low is None else low}..{'' if high is None else high}"
         raise ParseError(f"{what}: {value} is out of range {bounds}", line=line, lineno=lineno)
@@ -127,7 +140,7 @@ def number(token: Any, what: str, *, line: Optional[str] = None, lineno: Optiona
     """A decimal number (``12``, ``2.5``) of at most 20 digits either side of the point."""
     text = token.strip() if isinstance(token, str) else ""
     if not _NUMBER.fullmatch(text):
-        raise ParseError(f"{what}: {token!r} is not a number", line=line, lineno=lineno)
+        raise ParseError(f"{what}: {_quoted(token)} is not a number", line=line, lineno=lineno)
     return float(text)
 
 
@@ -141,7 +154,8 @@ def number_or_none(token: Any) -> Optional[float]:
 def version_numbers(text: Any) -> Tuple[int, ...]:
     """The dotted number a version string starts with: '5.15.0-91-generic' -> (5, 15, 0),
     '13.0' -> (13, 0); () when it starts with no number (or a part has more than 20 digits)."""
-    match = re.match(r"\s*([0-9]+(?:\.[0-9]+)*)", str(text or ""), re.ASCII)
+    text = text_or_none(text) if isinstance(text, (bytes, bytearray)) else str(text or "")
+    match = re.match(r"\s*([0-9]+(?:\.[0-9]+)*)", text or "", re.ASCII)
     if not match:
         return ()
     parts = match.group(1).split(".")

@@ -31,6 +31,7 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils._parse import (
     integer,
     integer_or_none,
     number_or_none,
+    text_or_none,
 )
 
 PCI_EXP_TYPES = {
@@ -63,28 +64,29 @@ MAX_CPUS = 65536  # a cpulist naming more is not a CPU list
 
 def parse_hex(text: Optional[str]) -> Optional[int]:
     """'0x10de' / '10de' -> 0x10de."""
-    return None if text is None else integer_or_none(text, base=16)
+    return integer_or_none(text_or_none(text), base=16)
 
 
 def parse_int(text: Optional[str]) -> Optional[int]:
     """'-1' / '16' / '0x10' -> int."""
-    return None if text is None else integer_or_none(text, base=0)
+    return integer_or_none(text_or_none(text), base=0)
 
 
 def parse_speed(text: Optional[str]) -> Optional[float]:
     """'32.0 GT/s PCIe' / '8 GT/s' -> float GT/s; 'Unknown' / missing -> None."""
-    m = re.match(r"\s*([0-9.]+)\s*GT/s", text or "")
+    m = re.match(r"\s*([0-9.]+)\s*GT/s", text_or_none(text) or "")
     return number_or_none(m.group(1)) if m else None
 
 
 def parse_rate(text: Optional[str]) -> Optional[float]:
     """'400 Gb/sec (4X NDR)' / '2.5 Gb/sec (1X SDR)' -> Gb/s."""
-    m = re.match(r"\s*([0-9.]+)\s*Gb/sec", text or "")
+    m = re.match(r"\s*([0-9.]+)\s*Gb/sec", text_or_none(text) or "")
     return number_or_none(m.group(1)) if m else None
 
 
 def parse_state(text: Optional[str]) -> Optional[str]:
     """'4: ACTIVE' -> 'ACTIVE'; '5: LinkUp' -> 'LinkUp'."""
+    text = text_or_none(text)
     if not text:
         return None
     return text.split(":", 1)[-1].strip()
@@ -113,7 +115,7 @@ def parse_cpulist(text: str) -> List[int]:
 
 def normalize_gid(text: Optional[str]) -> Optional[str]:
     """A GID as sysfs prints it (8 groups of 4 lower-case hex digits), or None when it is not one."""
-    gid = (text or "").strip().lower()
+    gid = (text_or_none(text) or "").strip().lower()
     return gid if _GID.fullmatch(gid) else None
 
 
@@ -313,5 +315,5 @@ def parse_topo_matrix(text: str) -> Dict[str, Any]:
 
 def nvlink_count(cell: Optional[str]) -> Optional[int]:
     """'NV18' -> 18; any other matrix cell -> None."""
-    m = re.fullmatch(r"NV([0-9]{1,3})", cell or "", re.ASCII)
+    m = re.fullmatch(r"NV([0-9]{1,3})", text_or_none(cell) or "", re.ASCII)
     return int(m.group(1)) if m else None

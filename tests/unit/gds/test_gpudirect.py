@@ -9,6 +9,7 @@ import yaml
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils import _gpudirect
 from ansible_collections.gpufabric.rollout.plugins.module_utils._host import Runner, Sysroot
+from ansible_collections.gpufabric.rollout.plugins.module_utils._parse import ParseError
 from ansible_collections.gpufabric.rollout.plugins.modules import gpudirect_facts
 
 FIXTURES = Path(__file__).parent / "fixtures" / "gpudirect"
@@ -151,3 +152,34 @@ def test_gather_uses_topology_gpus_and_driver_branch_without_smi(tmp_path):
     assert facts["peermem_loaded"] is True
     assert facts["decision"]["method"] == "peermem"
     assert not any(call[0] == "nvidia-smi" for call in runner.calls)
+
+
+def test_gather_names_the_nvidia_smi_query_and_line_it_cannot_read(tmp_path):
+    sysroot = _sysroot(tmp_path, (FIXTURES / "h200-proc-driver-nvidia-version.txt").read_text())
+    runner = FakeRunner(
+        {
+            ("nvidia-smi",): (0, SMI_HEADER, ""),
+            ("nvidia-smi", "--query-gpu=name,compute_cap", "--format=csv,noheader"): (
+                0,
+                "NVIDIA H200, 9.0\nH200; 9\n",
+                "",
+            ),
+        }
+    )
+    params = {"sysroot": sysroot, "method": "auto", "gpus": [], "cuda_version": "", "mofed": False}
+    with pytest.raises(ParseError) as exc:
+        gpudirect_facts.gather(params, runner, Sysroot(sysroot))
+    assert str(exc.value) == (
+        "nvidia-smi --query-gpu=name,compute_cap --format=csv,noheader: expected 'name, compute capability' "
+        "(line 2: 'H200; 9')"
+    )
+
+
+def test_gather_finds_the_mofed_source_tree_below_the_host_root(tmp_path):
+    """Without ofed_info, MOFED is detected from usr/src/ofa_kernel/default below the given root."""
+    sysroot = _sysroot(tmp_path / "hw", (FIXTURES / "proprietary-proc-version.txt").read_text(), modules=("nvidia",))
+    host = tmp_path / "host"
+    params = {"sysroot": sysroot, "method": "auto", "gpus": [{"model": "A100"}], "cuda_version": "12.2", "mofed": None}
+    assert gpudirect_facts.gather(params, FakeRunner({}), Sysroot(str(host)))["mofed"] is False
+    (host / "usr/src/ofa_kernel/default").mkdir(parents=True)
+    assert gpudirect_facts.gather(params, FakeRunner({}), Sysroot(str(host)))["mofed"] is True
