@@ -7,6 +7,7 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils import _cluster_objects, _cluster_plan, _cluster_report
+from ansible_collections.gpufabric.rollout.plugins.plugin_utils._filter_errors import filter_errors
 
 
 def cluster_nodes(hostvars, hosts):
@@ -33,23 +34,19 @@ def cluster_nodes(hostvars, hosts):
     return nodes
 
 
+@filter_errors(_cluster_plan.ClusterPlanError, prefix="cluster plan refused: ")
 def cluster_plan(intent, nodes, cluster_cidrs=None, fabric=None, nccl_version=None, components=None):
-    try:
-        return _cluster_plan.plan_cluster(intent, nodes, cluster_cidrs, fabric, nccl_version, components)
-    except _cluster_plan.ClusterPlanError as exc:
-        raise AnsibleFilterError(f"cluster plan refused: {exc}") from exc
+    return _cluster_plan.plan_cluster(intent, nodes, cluster_cidrs, fabric, nccl_version, components)
 
 
 def cluster_report(plan):
     return _cluster_report.report_text(plan)
 
 
+@filter_errors(_cluster_plan.ClusterPlanError)
 def k8s_render_files(objects, prefix=""):
     """[{file, object}] with one stable file name per object, for render mode (kustomization resources)."""
-    try:
-        return _cluster_objects.render_files(objects, prefix)
-    except _cluster_plan.ClusterPlanError as exc:
-        raise AnsibleFilterError(str(exc)) from exc
+    return _cluster_objects.render_files(objects, prefix)
 
 
 class FilterModule:

@@ -4,20 +4,9 @@
 
 from __future__ import annotations
 
-from ansible.errors import AnsibleFilterError
-
 from ansible_collections.gpufabric.rollout.plugins.module_utils import _doca
-
-
-def _wrap(func):
-    def inner(*args, **kwargs):
-        try:
-            return func(*args, **kwargs)
-        except _doca.DocaError as exc:
-            raise AnsibleFilterError(str(exc)) from exc
-
-    inner.__name__ = func.__name__
-    return inner
+from ansible_collections.gpufabric.rollout.plugins.module_utils._parse import ParseError
+from ansible_collections.gpufabric.rollout.plugins.plugin_utils._filter_errors import filter_errors
 
 
 def doca_repo_url(base_url, release, os_token, arch_token):
@@ -127,4 +116,4 @@ class FilterModule:
             doca_release_matches,
             doca_dkms_missing,
         ]
-        return {func.__name__: _wrap(func) for func in funcs}
+        return {func.__name__: filter_errors(_doca.DocaError, ParseError)(func) for func in funcs}

@@ -4,29 +4,29 @@
 
 from __future__ import annotations
 
-from ansible.errors import AnsibleFilterError
-
 from ansible_collections.gpufabric.rollout.plugins.module_utils import _nccl
+from ansible_collections.gpufabric.rollout.plugins.plugin_utils._filter_errors import filter_errors
 
 
+def _plan(topology, fabric, nccl_version, socket_ifname, topo_file, gid_index, gdr_level, extra):
+    return _nccl.plan(
+        topology or {},
+        fabric or {},
+        nccl_version,
+        socket_ifname,
+        topo_file=topo_file or None,
+        gid_index_override=gid_index,
+        gdr_level=gdr_level,
+        extra=extra,
+    )
+
+
+@filter_errors(_nccl.NcclPlanError)
 def nccl_conf_entries(
     topology, fabric, nccl_version, socket_ifname, topo_file=None, gid_index=None, gdr_level="auto", extra=None
 ):
-    try:
-        return dict(
-            _nccl.plan(
-                topology,
-                fabric,
-                nccl_version,
-                socket_ifname,
-                topo_file=topo_file or None,
-                gid_index_override=gid_index,
-                gdr_level=gdr_level,
-                extra=extra,
-            )
-        )
-    except _nccl.NcclPlanError as exc:
-        raise AnsibleFilterError(str(exc)) from exc
+    """The ordered NCCL_* entries of /etc/nccl.conf; the refusal naming the variable as a filter error."""
+    return dict(_plan(topology, fabric, nccl_version, socket_ifname, topo_file, gid_index, gdr_level, extra))
 
 
 def nccl_conf_error(
@@ -34,16 +34,7 @@ def nccl_conf_error(
 ):
     """'' when the plan can be made, else the refusal naming the variable (for role asserts)."""
     try:
-        _nccl.plan(
-            topology or {},
-            fabric or {},
-            nccl_version,
-            socket_ifname,
-            topo_file=topo_file or None,
-            gid_index_override=gid_index,
-            gdr_level=gdr_level,
-            extra=extra,
-        )
+        _plan(topology, fabric, nccl_version, socket_ifname, topo_file, gid_index, gdr_level, extra)
     except _nccl.NcclPlanError as exc:
         return str(exc)
     return ""
@@ -53,18 +44,11 @@ def nccl_conf_parse(text):
     return dict(_nccl.parse(text or ""))
 
 
+@filter_errors(_nccl.NcclPlanError)
 def nccl_version_lt(left, right):
-    try:
-        return _nccl.version_lt(left, right)
-    except _nccl.NcclPlanError as exc:
-        raise AnsibleFilterError(str(exc)) from exc
+    return _nccl.version_lt(left, right)
 
 
 class FilterModule:
     def filters(self):
-        return {
-            "nccl_conf_entries": nccl_conf_entries,
-            "nccl_conf_error": nccl_conf_error,
-            "nccl_conf_parse": nccl_conf_parse,
-            "nccl_version_lt": nccl_version_lt,
-        }
+        return {f.__name__: f for f in (nccl_conf_entries, nccl_conf_error, nccl_conf_parse, nccl_version_lt)}

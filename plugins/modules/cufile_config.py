@@ -46,21 +46,11 @@ options:
     type: dict
     default: {}
     suboptions:
-      lustre:
-        description: Keys for C(fs.lustre).
-        type: dict
-      nfs:
-        description: Keys for C(fs.nfs).
-        type: dict
-      gpfs:
-        description: Keys for C(fs.gpfs).
-        type: dict
-      weka:
-        description: Keys for C(fs.weka).
-        type: dict
-      beegfs:
-        description: Keys for C(fs.beegfs).
-        type: dict
+      lustre: {description: Keys for C(fs.lustre)., type: dict}
+      nfs: {description: Keys for C(fs.nfs)., type: dict}
+      gpfs: {description: Keys for C(fs.gpfs)., type: dict}
+      weka: {description: Keys for C(fs.weka)., type: dict}
+      beegfs: {description: Keys for C(fs.beegfs)., type: dict}
   settings:
     description: 'Any other keys, as a nested dict from the top of the document (e.g. C({logging: {level: WARN}})).'
     type: dict

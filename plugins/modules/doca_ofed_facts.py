@@ -14,24 +14,14 @@ description:
     C(mlx5_core) without it is the inbox stack. RDMA devices under C(sys/class/infiniband) count
     as a loaded RDMA core when C(/sys/module) is not visible.
 options:
-  sysroot:
-    description: Root under which C(/sys) is read (a captured or lab hardware tree).
-    type: path
-    default: /
   installed:
     description: Installed package name to version (for example from M(ansible.builtin.package_facts)).
     type: dict
     default: {}
 extends_documentation_fragment:
   - gpufabric.rollout.read_only
-attributes:
-  platform:
-    platforms: posix
-    support: full
-    description: Linux hosts.
-  facts:
-    support: full
-    description: Returns C(ansible_facts.gpufabric_doca).
+  - gpufabric.rollout.sysroot
+  - gpufabric.rollout.facts
 author:
   - gpufabric.rollout contributors (@gpufabric)
 """

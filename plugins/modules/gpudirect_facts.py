@@ -18,10 +18,6 @@ description:
 author:
   - gpufabric.rollout contributors (@gpufabric)
 options:
-  sysroot:
-    description: Root under which C(/proc) and C(/sys) are read (a captured snapshot or a lab node's tree).
-    type: path
-    default: /
   method:
     description: The mechanism wanted; C(auto) picks DMA-BUF when possible, else nvidia-peermem.
     type: str
@@ -44,11 +40,8 @@ options:
     type: bool
 extends_documentation_fragment:
   - gpufabric.rollout.read_only
-attributes:
-  platform:
-    support: full
-    platforms: posix
-    description: Linux hosts with an NVIDIA GPU driver.
+  - gpufabric.rollout.sysroot
+  - gpufabric.rollout.facts
 """
 
 EXAMPLES = r"""

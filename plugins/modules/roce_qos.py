@@ -31,10 +31,8 @@ attributes:
   diff_mode:
     support: full
     description: Returns the per-interface state before and after.
-  platform:
-    platforms: posix
-    support: full
-    description: Linux hosts with mlx5 NICs; paths are taken below O(sysroot).
+extends_documentation_fragment:
+  - gpufabric.rollout.sysroot
 options:
   interfaces:
     description: Desired state per netdev, as built by the P(gpufabric.rollout.roce_plan#filter) filter.
@@ -123,10 +121,6 @@ options:
     type: str
     choices: [auto, mlnx_qos, dcb]
     default: auto
-  sysroot:
-    description: Root under which C(/sys) paths are read and written.
-    type: path
-    default: /
 notes:
   - Runtime settings do not survive a reboot or driver reload; the C(roce) role installs a boot
     service that re-applies the same plan.
@@ -167,7 +161,11 @@ warnings_list:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils._host import Host, Runner, Sysroot
-from ansible_collections.gpufabric.rollout.plugins.module_utils._qos_engine import ENGINE_ERRORS, run_plan_interfaces
+from ansible_collections.gpufabric.rollout.plugins.module_utils._qos_engine import (
+    ENGINE_ERRORS,
+    QosError,
+    run_plan_interfaces,
+)
 
 IFACE_SPEC = dict(
     netdev=dict(type="str", required=True),
@@ -194,6 +192,22 @@ IFACE_SPEC = dict(
 )
 
 
+def run(params, io, check_mode):
+    """The module's result for ``params``; QosError, CommandError or ParseError when it cannot."""
+    for iface in params["interfaces"]:
+        if len(iface["pfc"]) != 8 or any(v not in (0, 1) for v in iface["pfc"]):
+            raise QosError(f"interfaces[{iface['netdev']}].pfc must list 8 values of 0 or 1")
+    out = run_plan_interfaces(params["interfaces"], params["backend"], io, check_mode)
+    diff = {side: {i["netdev"]: i[side] for i in out["interfaces"]} for side in ("before", "after")}
+    return dict(
+        changed=out["changed"],
+        backend=out["backend"],
+        interfaces=out["interfaces"],
+        warnings_list=out["warnings"],
+        diff=diff,
+    )
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -203,31 +217,13 @@ def main():
         ),
         supports_check_mode=True,
     )
-    result = dict(changed=False, backend=None, interfaces=[], warnings_list=[])
-    error = None
-    for iface in module.params["interfaces"]:
-        if len(iface["pfc"]) != 8 or any(v not in (0, 1) for v in iface["pfc"]):
-            error = f"interfaces[{iface['netdev']}].pfc must list 8 values of 0 or 1"
-    if error is None:
-        try:
-            io = Host(Sysroot(module.params["sysroot"]), Runner.for_module(module))
-            out = run_plan_interfaces(module.params["interfaces"], module.params["backend"], io, module.check_mode)
-            result.update(
-                changed=out["changed"],
-                backend=out["backend"],
-                interfaces=out["interfaces"],
-                warnings_list=out["warnings"],
-            )
-            result["diff"] = dict(
-                before={i["netdev"]: i["before"] for i in out["interfaces"]},
-                after={i["netdev"]: i["after"] for i in out["interfaces"]},
-            )
-            for warning in out["warnings"]:
-                module.warn(warning)
-        except ENGINE_ERRORS as exc:
-            error = str(exc)
-    if error is not None:
-        module.fail_json(msg=error, **result)
+    io = Host(Sysroot(module.params["sysroot"]), Runner.for_module(module))
+    try:
+        result = run(module.params, io, module.check_mode)
+    except ENGINE_ERRORS as exc:
+        module.fail_json(msg=str(exc), changed=False, backend=None, interfaces=[], warnings_list=[])
+    for warning in result["warnings_list"]:
+        module.warn(warning)
     module.exit_json(**result)
 
 

@@ -58,14 +58,8 @@ options:
     default: false
 extends_documentation_fragment:
   - gpufabric.rollout.read_only
-attributes:
-  platform:
-    platforms: posix
-    support: full
-    description: Linux hosts (sysfs); any host for an unpacked snapshot.
-  facts:
-    support: full
-    description: Returns C(ansible_facts.gpufabric_topology).
+  - gpufabric.rollout.sysroot
+  - gpufabric.rollout.facts
 notes:
   - Run as root for complete PCI config spaces; non-root reads stop at 64 bytes, and port types
     are then inferred from the tree and ACS state is unknown.
