@@ -48,7 +48,7 @@ class Runner:
         """Commands through ``AnsibleModule.run_command``; tools found by ``get_bin_path`` (PATH and sbin)."""
         return cls(
             run=lambda argv: module.run_command(argv, environ_update=dict(C_LOCALE)),
-            which=lambda name: module.get_bin_path(name),
+            which=module.get_bin_path,
         )
 
     @classmethod

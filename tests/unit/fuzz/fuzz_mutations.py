@@ -107,7 +107,7 @@ OPERATIONS: List[Callable[[str, random.Random], str]] = [
 
 def mutate(text: str, rnd: random.Random, as_bytes: bool = False) -> Union[str, bytes]:
     """1 to 4 operations on ``text``; as bytes (with bytes that are not UTF-8) when asked."""
-    for _ in range(rnd.randint(1, 4)):
+    for _step in range(rnd.randint(1, 4)):
         text = rnd.choice(OPERATIONS)(text, rnd)
     if not as_bytes:
         return text

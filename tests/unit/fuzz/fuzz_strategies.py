@@ -30,18 +30,13 @@ def mutated(corpus: List[Any]) -> st.SearchStrategy[Any]:
     """A real output of ``corpus`` after 1 to 4 mutations, as text or as bytes."""
     if corpus and isinstance(corpus[0], bytes):
         return st.builds(_mutate_bytes, st.sampled_from(corpus), st.randoms(use_true_random=False))
-    return st.builds(
-        lambda text, rnd, as_bytes: mutate(text, rnd, as_bytes),
-        st.sampled_from(corpus),
-        st.randoms(use_true_random=False),
-        st.booleans(),
-    )
+    return st.builds(mutate, st.sampled_from(corpus), st.randoms(use_true_random=False), st.booleans())
 
 
 def _mutate_bytes(data: bytes, rnd: random.Random) -> bytes:
     """Flip, drop or cut bytes of a binary record (PCI config space)."""
     buf = bytearray(data)
-    for _ in range(rnd.randint(1, 8)):
+    for _step in range(rnd.randint(1, 8)):
         op = rnd.randrange(3)
         if op == 0 and buf:
             buf[rnd.randrange(len(buf))] = rnd.randrange(256)
@@ -77,7 +72,7 @@ def mutated_intent(draw: Any, good: Dict[str, Any]) -> Dict[str, Any]:
     """``good`` with a few values replaced by a value of another type or out of range, or removed."""
     intent = copy.deepcopy(good)
     paths = _leaf_paths(intent)
-    for _ in range(draw(st.integers(1, 3))):
+    for _step in range(draw(st.integers(1, 3))):
         paths = [p for p in paths if p]
         if not paths:
             break
