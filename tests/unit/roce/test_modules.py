@@ -164,3 +164,32 @@ def test_rdma_netns_without_iproute2_says_so(tmp_path, monkeypatch, capsys):
     code, out = run_module(rdma_netns, args, monkeypatch, capsys, fake_runner({}))
     assert code == 1
     assert out["msg"] == "rdma (iproute2) is not installed"
+
+
+def _module_utils_imports(path):
+    """module_utils files a Python file imports (``from ...module_utils._x import`` / ``import _x``)."""
+    import ast
+
+    prefix = "ansible_collections.gpufabric.rollout.plugins.module_utils"
+    found = set()
+    for node in ast.walk(ast.parse(Path(path).read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module == prefix:
+            found.update(f"{alias.name}.py" for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(prefix + "._"):
+            found.add(node.module.rsplit(".", 1)[1] + ".py")
+    return found
+
+
+def test_boot_engine_file_list_is_the_import_closure_of_the_boot_script():
+    """roles/roce/vars __roce_engine_files holds every module_utils file roce_apply.py needs, no more."""
+    import yaml
+
+    repo = Path(__file__).resolve().parents[3]
+    listed = set(yaml.safe_load((repo / "roles/roce/vars/main.yml").read_text())["__roce_engine_files"])
+    needed, todo = set(), _module_utils_imports(repo / "roles/roce/files/roce_apply.py")
+    while todo:
+        name = todo.pop()
+        if name not in needed:
+            needed.add(name)
+            todo |= _module_utils_imports(repo / "plugins/module_utils" / name)
+    assert listed == needed
