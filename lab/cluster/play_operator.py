@@ -1,5 +1,6 @@
-"""Play the NVIDIA Network Operator against the lab API double: set status.state of every
-NicClusterPolicy and NicNodePolicy to the state named in a mode file (ready | notReady).
+"""Play the NVIDIA Network Operator and GPU Operator against the lab API: set status.state of every
+NicClusterPolicy, NicNodePolicy, ClusterPolicy and NVIDIADriver to the state named in a mode file
+(ready | notReady), with the conditions the real operators write beside it.
 
 Usage: play_operator.py KUBECONFIG MODE_FILE [--once]
 Polls every 0.5 s; patches /status only when the state differs (so a no-op keeps resourceVersion).
@@ -16,8 +17,74 @@ import urllib.request
 
 import yaml
 
-KINDS = ("nicclusterpolicies", "nicnodepolicies")
-BASE = "/apis/mellanox.com/v1alpha1/"
+# ClusterPolicy operand states in the GPU Operator's order (NVIDIA/gpu-operator controllers/
+# state_manager.go) and the spec section that enables each; "not ready" names the enabled ones.
+GPU_STATES = (
+    ("state-driver", "driver"),
+    ("state-container-toolkit", "toolkit"),
+    ("state-operator-validation", None),
+    ("state-device-plugin", "devicePlugin"),
+    ("state-dcgm-exporter", "dcgmExporter"),
+    ("gpu-feature-discovery", "gfd"),
+    ("state-mig-manager", "migManager"),
+)
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def network_status(obj, state):
+    return {
+        "state": state,
+        "reason": "" if state == "ready" else "lab: operator held not ready",
+        "appliedStates": [{"name": "state-rdma-device-plugin", "state": state}],
+    }
+
+
+def cluster_policy_status(obj, state):
+    """As the GPU Operator writes it (internal/conditions/clusterpolicy.go): Ready and Error conditions;
+    not ready names the operand states, "ClusterPolicy is not ready; states not ready: [...]"."""
+    spec = obj.get("spec") or {}
+    if state == "ready":
+        ready = {"type": "Ready", "status": "True", "reason": "Reconciled", "message": "ClusterPolicy is ready"}
+        error = {"type": "Error", "status": "False", "reason": "Ready", "message": ""}
+    else:
+        names = [n for n, key in GPU_STATES if key is None or (spec.get(key) or {}).get("enabled", True)]
+        ready = {"type": "Ready", "status": "False", "reason": "Error", "message": ""}
+        error = {
+            "type": "Error",
+            "status": "True",
+            "reason": "OperandNotReady",
+            "message": "ClusterPolicy is not ready; states not ready: [{}]".format(" ".join(names)),
+        }
+    for cond in (ready, error):
+        cond["lastTransitionTime"] = _now()
+    return {"state": state, "namespace": "gpu-operator", "conditions": [ready, error]}
+
+
+def nvidia_driver_status(obj, state):
+    return {
+        "state": state,
+        "conditions": [
+            {
+                "type": "Ready",
+                "status": "True" if state == "ready" else "False",
+                "reason": "Reconciled" if state == "ready" else "DriverNotReady",
+                "message": "" if state == "ready" else "lab: driver pods held not ready",
+                "lastTransitionTime": _now(),
+            }
+        ],
+    }
+
+
+# (API path of the kind, status writer)
+KINDS = (
+    ("/apis/mellanox.com/v1alpha1/nicclusterpolicies", network_status),
+    ("/apis/mellanox.com/v1alpha1/nicnodepolicies", network_status),
+    ("/apis/nvidia.com/v1/clusterpolicies", cluster_policy_status),
+    ("/apis/nvidia.com/v1alpha1/nvidiadrivers", nvidia_driver_status),
+)
 
 
 def _server(kubeconfig: str):
@@ -37,25 +104,20 @@ def _call(server, token, method, path, body=None, ctype="application/json"):
 
 def sync(server: str, token: str, state: str) -> int:
     changed = 0
-    for plural in KINDS:
+    for path, status_of in KINDS:
         try:
-            items = _call(server, token, "GET", BASE + plural).get("items") or []
+            items = _call(server, token, "GET", path).get("items") or []
         except urllib.error.HTTPError:
             continue  # CRD not registered yet
         for obj in items:
             if (obj.get("status") or {}).get("state") == state:
                 continue
-            status = {
-                "state": state,
-                "reason": "" if state == "ready" else "lab: operator held not ready",
-                "appliedStates": [{"name": "state-rdma-device-plugin", "state": state}],
-            }
             _call(
                 server,
                 token,
                 "PATCH",
-                BASE + plural + "/" + obj["metadata"]["name"] + "/status",
-                {"status": status},
+                path + "/" + obj["metadata"]["name"] + "/status",
+                {"status": status_of(obj, state)},
                 "application/merge-patch+json",
             )
             changed += 1

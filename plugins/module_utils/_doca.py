@@ -52,6 +52,13 @@ ARCH_TOKENS = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "arm64-sbsa", "
 RHEL_LIKE = ("RedHat", "Rocky", "AlmaLinux", "CentOS", "OracleLinux")
 
 
+def stack_package_names() -> List[str]:
+    """Every package whose presence tells the RDMA stack apart (profiles, components, MLNX_OFED)."""
+    names = [meta for meta, _kernel in PROFILES.values()]
+    names += list(KERNEL_PACKAGES) + list(STORAGE_PACKAGES.values()) + list(USERSPACE_PACKAGES)
+    return sorted(set(names) | {"mlnx-ofed-all", "mlnx-ofed-basic"})
+
+
 class DocaError(ValueError):
     """Bad intent or unusable input; the message names the variable."""
 

@@ -24,7 +24,7 @@ def _spec_options(role: str) -> dict:
 
 
 def test_there_are_roles():
-    assert "preflight" in ROLES
+    assert "plan" in ROLES
 
 
 @pytest.mark.parametrize("role", ROLES)

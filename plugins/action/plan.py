@@ -1,0 +1,185 @@
+# Copyright: (c) 2026, gpufabric.rollout contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Action for gpufabric.rollout.plan: check variables and compute the plan on the controller.
+
+Runs entirely on the controller (nothing is sent to the node). The argument specs it checks
+against are read from the collection's own roles/*/meta/argument_specs.yml.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Dict, List
+
+import yaml
+from ansible.errors import AnsibleActionFail
+from ansible.module_utils.common.text.converters import to_native
+from ansible.plugins.action import ActionBase
+
+try:  # ansible-core >= 2.19: strings read from files render only once trusted
+    from ansible.template import trust_as_template
+except ImportError:  # pragma: no cover - older ansible-core renders any string
+
+    def trust_as_template(value):
+        return value
+
+
+from ansible_collections.gpufabric.rollout.plugins.module_utils import _intent, _intent_rules, _plan_cluster, _plan_node
+
+COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PLAN_ROLE = "plan"
+# Variables that roles and modules set at run time (facts and registered results), and prefixes
+# of variables that are not the collection's intent (the lab's own); never reported as unknown.
+RUNTIME_NAMES = frozenset(
+    (
+        "gpufabric_topology",
+        "gpufabric_gpudirect",
+        "gpufabric_doca",
+        "gpufabric_gdscheck",
+        "gpufabric_qos",
+        "gpufabric_report_sections",
+        "gpufabric_intent",
+        "gpufabric_node_plan",
+        "gpufabric_plan",
+    )
+)
+IGNORED_PREFIXES = ("gpufabric_lab_",)
+
+
+def load_specs(root: str = COLLECTION_ROOT) -> Dict[str, Dict[str, Dict[str, Any]]]:
+    """{role: {entry_point: options}} for every role of the collection."""
+    specs: Dict[str, Dict[str, Dict[str, Any]]] = {}
+    roles_dir = os.path.join(root, "roles")
+    for role in sorted(os.listdir(roles_dir)):
+        path = os.path.join(roles_dir, role, "meta", "argument_specs.yml")
+        if not os.path.isfile(path):
+            continue
+        with open(path, encoding="utf-8") as handle:
+            document = yaml.safe_load(handle) or {}
+        entries = document.get("argument_specs") or {}
+        specs[role] = {name: dict((entry or {}).get("options") or {}) for name, entry in entries.items()}
+    return specs
+
+
+def trusted(value: Any) -> Any:
+    """Mark every string of a structure read from the collection's own YAML as a template."""
+    if isinstance(value, str):
+        return trust_as_template(value)
+    if isinstance(value, dict):
+        return {k: trusted(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [trusted(v) for v in value]
+    return value
+
+
+def load_internal_vars(roles: List[str], root: str = COLLECTION_ROOT) -> Dict[str, Any]:
+    """The roles' vars/main.yml (their __role_* internals), which some role defaults refer to."""
+    out: Dict[str, Any] = {}
+    for role in roles:
+        path = os.path.join(root, "roles", role, "vars", "main.yml")
+        if os.path.isfile(path):
+            with open(path, encoding="utf-8") as handle:
+                out.update(yaml.safe_load(handle) or {})
+    return out
+
+
+def plain(value: Any) -> Any:
+    """Plain Python data (drops Ansible's tagged/lazy containers) so the pure planners see dicts and lists."""
+    return json.loads(json.dumps(value, default=to_native))
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+    _VALID_ARGS = frozenset(("part", "roles", "facts", "doca_index", "nodes", "plan_dir", "stored_discovery"))
+
+    def _template(self, value: Any) -> Any:
+        return self._templar.template(value)
+
+    def _template_default(self, value: Any, known: Dict[str, Any]) -> Any:
+        """A spec default such as "{{ inventory_hostname }}" (read from the role's YAML, so trusted here),
+        rendered with the variables checked so far taking the place of the roles' defaults."""
+        variables = trusted(self._internal_vars)
+        variables.update(self._task_vars)
+        variables.update(known)
+        templar = self._templar.copy_with_new_env(available_variables=variables)
+        return plain(templar.template(trust_as_template(value)))
+
+    def _values(self, task_vars: Dict[str, Any], names: List[str]) -> Dict[str, Any]:
+        out = {}
+        for name in names:
+            if name in task_vars:
+                out[name] = plain(self._template(task_vars[name]))
+        return out
+
+    def _check(self, task_vars: Dict[str, Any], entry: str, roles: List[str]) -> Dict[str, Any]:
+        specs = load_specs()
+        if PLAN_ROLE not in specs:
+            raise AnsibleActionFail("the plan role's argument specs are missing from the collection")
+        self._internal_vars = load_internal_vars(roles)
+        rules = _intent_rules.NODE_RULES if entry == "node_intent" else _intent_rules.CLUSTER_RULES
+        prefixes = ("gpufabric_", *tuple(f"{role}_" for role in specs))
+        wanted = [n for n in task_vars if n.startswith(prefixes) and n not in RUNTIME_NAMES]
+        variables = self._values(task_vars, wanted)
+        values, problems = _intent.check_scope(
+            specs, entry, roles, variables, rules, self._template_default, PLAN_ROLE, RUNTIME_NAMES, IGNORED_PREFIXES
+        )
+        if problems:
+            raise _intent.IntentError(problems)
+        return values
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        task_vars = task_vars or {}
+        self._task_vars = task_vars
+        args = self._task.args
+        part = args.get("part")
+        try:
+            if part in ("check_node", "check_cluster"):
+                entry = "node_intent" if part == "check_node" else "cluster_intent"
+                values = self._check(task_vars, entry, list(args.get("roles") or []))
+                result["ansible_facts"] = {"gpufabric_intent": values}
+            elif part == "node":
+                values = plain(task_vars.get("gpufabric_intent") or {})
+                facts = plain(self._template(args.get("facts") or {}))
+                facts["doca_index"] = plain(self._template(args.get("doca_index"))) if args.get("doca_index") else None
+                result["ansible_facts"] = {"gpufabric_node_plan": _plan_node.plan_node(values, facts)}
+            elif part == "cluster":
+                result.update(self._cluster(task_vars, args))
+            else:
+                raise AnsibleActionFail("plan: part must be check_node, check_cluster, node or cluster")
+        except _intent.IntentError as exc:
+            where = "node " + task_vars.get("inventory_hostname", "?") if part != "cluster" else "the cluster"
+            result["failed"] = True
+            result["problems"] = exc.problems
+            result["msg"] = f"The plan for {where} is refused ({len(exc.problems)} problem(s)):\n- " + "\n- ".join(
+                exc.problems
+            )
+        result["changed"] = False
+        return result
+
+    def _cluster(self, task_vars: Dict[str, Any], args: Dict[str, Any]) -> Dict[str, Any]:
+        hostvars = task_vars.get("hostvars") or {}
+        names = list(self._template(args.get("nodes")) or [])
+        plan_dir = str(self._template(args.get("plan_dir")))
+        use_stored = bool(self._template(args.get("stored_discovery", True)))
+        store = _plan_cluster.DiscoveryStore(os.path.join(plan_dir, "discovery"))
+        nodes: Dict[str, Dict[str, Any]] = {}
+        node_plans: Dict[str, Any] = {}
+        for host in names:
+            hv = hostvars.get(host) or {}
+            node_plan = hv.get("gpufabric_node_plan")
+            if node_plan:
+                node_plans[host] = plain(node_plan)
+                record = _plan_cluster.node_record(node_plans[host], plain(hv.get("gpufabric_topology") or {}))
+                store.save(host, record)
+                nodes[host] = dict(record, source="this run")
+            elif use_stored and store.load(host) is not None:
+                nodes[host] = dict(store.load(host), source="stored")
+            else:
+                nodes[host] = None
+        values = plain(task_vars.get("gpufabric_intent") or {})
+        cluster = _plan_cluster.plan(values, nodes)
+        files = _plan_cluster.write_plan(plan_dir, dict(cluster, node_plans=node_plans))
+        return {"ansible_facts": {"gpufabric_plan": cluster}, "files": files, "summary": cluster["summary"]}

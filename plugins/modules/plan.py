@@ -1,0 +1,95 @@
+#!/usr/bin/python
+# Copyright: (c) 2026, gpufabric.rollout contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: plan
+short_description: Check the collection's variables and compute the plan every role reads
+version_added: 0.1.0
+description:
+  - Runs on the controller only (an action plugin); used by the C(gpufabric.rollout.plan) role in C(playbooks/plan.yml).
+  - With O(part=check_node) or O(part=check_cluster) it checks every collection-wide variable (the plan role's
+    C(node_intent) or C(cluster_intent) argument spec) and every variable of the listed roles against their
+    argument specs, plus the ranges and cross-field rules of the collection. Unknown keys and unknown variables
+    with a collection prefix are refused with the closest known name. The checked values, defaults filled in,
+    become the fact C(gpufabric_intent).
+  - With O(part=node) it computes the node's plan from C(gpufabric_intent) and the node's discovered facts
+    (fact C(gpufabric_node_plan)).
+  - With O(part=cluster) it checks what must agree between GPU nodes, computes the cluster plan (fact
+    C(gpufabric_plan)), stores each node's record under O(plan_dir)C(/discovery) and writes C(plan.json) and
+    C(summary.txt) to O(plan_dir). Nodes outside the run are planned from their stored record.
+  - Every refusal names the variable, the value and what is allowed; all problems are reported at once.
+options:
+  part:
+    description: What to do.
+    type: str
+    required: true
+    choices: [check_node, check_cluster, node, cluster]
+  roles:
+    description: Roles whose variables are checked (their C(main) argument spec entry point).
+    type: list
+    elements: str
+    default: []
+  facts:
+    description: For O(part=node), the node's facts (C(ansible), C(topology), C(gpudirect), C(doca)).
+    type: dict
+  doca_index:
+    description: For O(part=node), the result of M(gpufabric.rollout.doca_repo_info) when DOCA-OFED is managed.
+    type: dict
+  nodes:
+    description: For O(part=cluster), the inventory hosts of every GPU node (not only those in this run).
+    type: list
+    elements: str
+  plan_dir:
+    description: For O(part=cluster), the controller directory for the plan files and stored node records.
+    type: path
+  stored_discovery:
+    description: For O(part=cluster), plan nodes outside this run from their stored record.
+    type: bool
+    default: true
+attributes:
+  action:
+    support: full
+    description: Runs on the controller as an action plugin.
+  check_mode:
+    support: full
+    description: Only reads; the plan files are written in check mode too, as a record of the run.
+  diff_mode:
+    support: none
+    description: Nothing on a managed host changes.
+  platform:
+    support: full
+    platforms: all
+    description: The controller.
+author:
+  - gpufabric.rollout contributors (@gpufabric)
+"""
+
+EXAMPLES = r"""
+- name: Check the node's variables
+  gpufabric.rollout.plan:
+    part: check_node
+    roles: [topology, roce, nccl_config]
+"""
+
+RETURN = r"""
+problems:
+  description: Every refusal, each naming the variable, the value and what is allowed.
+  returned: failure
+  type: list
+  elements: str
+  sample:
+    - "gpufabric_fabric: unknown key 'lossles_priority' (did you mean 'lossless_priority'?); allowed: ..."
+summary:
+  description: For O(part=cluster), the readable plan summary.
+  returned: success
+  type: str
+files:
+  description: For O(part=cluster), the files written.
+  returned: success
+  type: list
+  elements: str
+"""

@@ -1,0 +1,99 @@
+"""The bad-input suite (cases/bad_intent.yml): each case is refused by the plan with a message naming
+the variable and the value. The plan runs before any change (playbooks/plan.yml); the plan scenario
+runs the same refusals on the lab and checks that nothing changed."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Dict, List, Optional
+
+import pytest
+import yaml
+from conftest import HERE, check, lab_intent, node_facts
+
+from ansible_collections.gpufabric.rollout.plugins.module_utils import _plan_cluster, _plan_node
+
+CASES = yaml.safe_load((HERE / "cases" / "bad_intent.yml").read_text())
+
+
+def merged(base: Dict[str, Any], changes: Dict[str, Any]) -> Dict[str, Any]:
+    out = copy.deepcopy(base)
+    for key, value in (changes or {}).items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merged(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def variables_of(case: Dict[str, Any], extra: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    variables = merged(lab_intent(), case.get("set") or {})
+    variables = merged(variables, extra or {})
+    variables.update(case.get("replace") or {})
+    for name in case.get("unset_vars") or []:
+        variables.pop(name, None)
+    return variables
+
+
+def node_plan(specs, variables: Dict[str, Any], facts: Dict[str, Any]) -> Dict[str, Any]:
+    values, problems = check(specs, "node", variables)
+    assert not problems, problems
+    return _plan_node.plan_node(values, facts)
+
+
+def problems_of(case: Dict[str, Any], specs) -> List[str]:
+    stage = case.get("stage", "check")
+    if stage == "check":
+        return check(specs, case["scope"], variables_of(case))[1]
+    if stage == "node":
+        facts = merged(node_facts(1), case.get("facts") or {})
+        with pytest.raises(_plan_node.PlanError) as refused:
+            node_plan(specs, variables_of(case), facts)
+        return refused.value.problems
+    records: Dict[str, Any] = {}
+    for index, name in ((1, "gpu-node-01"), (2, "gpu-node-02")):
+        # node_set / node_facts change both nodes, node2 / node2_facts the second one only.
+        extra = merged(case.get("node_set") or {}, {"gpufabric_k8s_node_name": name})
+        facts = merged(node_facts(index), case.get("node_facts") or {})
+        if index == 2:
+            extra = merged(extra, case.get("node2") or {})
+            facts = merged(facts, case.get("node2_facts") or {})
+        variables = merged(lab_intent(), extra)
+        plan = node_plan(specs, variables, facts)
+        records[name] = _plan_cluster.node_record(plan, facts["topology"])
+    if case.get("missing_node"):
+        records["gpu-node-02"] = None
+    values, problems = check(specs, "cluster", variables_of(case))
+    assert not problems, problems
+    with pytest.raises(_plan_node.PlanError) as refused:
+        _plan_cluster.plan(values, records)
+    return refused.value.problems
+
+
+def test_the_suite_covers_enough():
+    assert len(CASES) >= 60
+    assert len({c["id"] for c in CASES}) == len(CASES), "case ids must be unique"
+    typos = [c for c in CASES if any("did you mean" in e for e in c["expect"])]
+    assert len(typos) >= 15, "typos (unknown keys, variables and choices) must be among the cases"
+    scopes = {c["scope"] for c in CASES}
+    assert scopes == {"node", "cluster"}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_bad_input_is_refused_by_the_plan(case, specs):
+    problems = problems_of(case, specs)
+    assert problems, f"{case['id']}: nothing was refused"
+    wanted = case["expect"]
+    assert any(all(text in line for text in wanted) for line in problems), (
+        f"{case['id']}: no problem line contains all of {wanted}:\n" + "\n".join(problems)
+    )
+
+
+@pytest.mark.parametrize("scope", ["node", "cluster"])
+def test_the_lab_intent_is_valid(scope, specs):
+    values, problems = check(specs, scope, lab_intent())
+    assert problems == []
+    if scope == "node":
+        assert values["gpufabric_fabric"]["lossless_priority"] == 3
+        assert values["roce_backend"] == "auto", "role defaults are filled in"
+        assert values["doca_ofed_repo_release"] == "2.9.1", "templated defaults are rendered"
