@@ -3,17 +3,16 @@
 """Lossless RoCE planning: the per-NIC plan the roce_qos module and the boot script apply,
 the ACS endpoints, and the per-rail summary compared across nodes.
 
-Moved here unchanged from _qos.py; the intent it plans from is validated in _qos_intent.py.
-Pure Python (>= 3.8), stdlib only, no AnsibleModule.
+It plans from values the plan has checked (plugins/module_utils/_plan_node.py): the fabric with
+every default filled and ``roce_tos`` resolved, and every roce option present (the roce role's
+argument spec holds the defaults). Pure Python (>= 3.8), stdlib only, no AnsibleModule.
 """
 
 from __future__ import annotations
 
 from typing import Any, Dict, List
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils._qos_intent import DEFAULT_OPTIONS, FABRIC_DEFAULTS
 from ansible_collections.gpufabric.rollout.plugins.module_utils._qos_parsers import NUM_PRIO
-from ansible_collections.gpufabric.rollout.plugins.module_utils._topology_parsers import ACS_REDIRECT_MASK
 
 
 def select_nics(topology: Dict[str, Any], options: Dict[str, Any]) -> List[Dict[str, Any]]:
@@ -36,16 +35,16 @@ def select_nics(topology: Dict[str, Any], options: Dict[str, Any]) -> List[Dict[
 def build_plan(
     fabric: Dict[str, Any], options: Dict[str, Any], topology: Dict[str, Any], sysroot: str = "/"
 ) -> Dict[str, Any]:
-    """Desired per-NIC state (the 'plan'): the module's input and the boot script's file."""
-    fab = dict(FABRIC_DEFAULTS)
-    fab.update(fabric or {})
-    opts = dict(DEFAULT_OPTIONS)
-    opts.update({k: v for k, v in (options or {}).items() if v is not None})
-    lossless = fab["lossless_priority"]
-    pfc_prios = sorted(set(opts.get("pfc_priorities") or [lossless])) if fab["pfc"] else []
-    ecn_prios = sorted(set(opts.get("ecn_priorities") or [lossless]))
+    """Desired per-NIC state (the 'plan'): the module's input and the boot script's file.
+
+    ``fabric`` and ``options`` are the checked values (see the module docstring); ``options`` has
+    the keys of _plan_node.ROCE_OPTIONS, None where a setting is left as the NIC has it.
+    """
+    lossless = fabric["lossless_priority"]
+    pfc_prios = sorted(set(options.get("pfc_priorities") or [lossless])) if fabric["pfc"] else []
+    ecn_prios = sorted(set(options.get("ecn_priorities") or [lossless]))
     interfaces = []
-    for nic in select_nics(topology, opts):
+    for nic in select_nics(topology, options):
         ports = nic.get("ports") or [{"port": 1, "netdev": (nic.get("netdevs") or [None])[0]}]
         for port in ports:
             netdev = port.get("netdev") or (nic.get("netdevs") or [None])[0]
@@ -58,31 +57,31 @@ def build_plan(
                 "role": nic.get("role"),
                 "rail": nic.get("rail"),
                 "trust": "dscp",
-                "dscp2prio": {str(fab["data_dscp"]): lossless, str(fab["cnp_dscp"]): fab["cnp_priority"]},
+                "dscp2prio": {str(fabric["data_dscp"]): lossless, str(fabric["cnp_dscp"]): fabric["cnp_priority"]},
                 "pfc": [1 if p in pfc_prios else 0 for p in range(NUM_PRIO)],
-                "ecn": {"enabled": bool(fab["ecn"]), "priorities": ecn_prios},
-                "cnp_dscp": fab["cnp_dscp"],
-                "cnp_prio": fab["cnp_priority"],
-                "roce_tos": fab["roce_tos"],
-                "traffic_class": fab["roce_tos"] if opts.get("set_traffic_class") else None,
-                "roce_mode": opts.get("roce_mode"),
-                "mtu": fab["mtu"],
-                "global_pause_off": bool(opts.get("global_pause_off")) and bool(pfc_prios),
-                "default_prio": opts.get("default_priority"),
-                "ets": dict(opts["ets"]) if opts.get("ets") else None,
-                "buffer_size": list(opts["buffer_size"]) if opts.get("buffer_size") else None,
-                "prio2buffer": list(opts["prio2buffer"]) if opts.get("prio2buffer") else None,
-                "cable_len": opts.get("cable_len"),
+                "ecn": {"enabled": bool(fabric["ecn"]), "priorities": ecn_prios},
+                "cnp_dscp": fabric["cnp_dscp"],
+                "cnp_prio": fabric["cnp_priority"],
+                "roce_tos": fabric["roce_tos"],
+                "traffic_class": fabric["roce_tos"] if options.get("set_traffic_class") else None,
+                "roce_mode": options.get("roce_mode"),
+                "mtu": fabric["mtu"],
+                "global_pause_off": bool(options.get("global_pause_off")) and bool(pfc_prios),
+                "default_prio": options.get("default_priority"),
+                "ets": dict(options["ets"]) if options.get("ets") else None,
+                "buffer_size": list(options["buffer_size"]) if options.get("buffer_size") else None,
+                "prio2buffer": list(options["prio2buffer"]) if options.get("prio2buffer") else None,
+                "cable_len": options.get("cable_len"),
             }
             interfaces.append(entry)
-    endpoints = acs_endpoints(topology) if opts.get("disable_acs_redirect") else []
+    endpoints = acs_endpoints(topology) if options.get("disable_acs_redirect") else []
     return {
         "schema_version": 1,
         "sysroot": sysroot,
-        "backend": opts.get("backend", "auto"),
-        "netns_mode": fab["rdma_netns_mode"],
+        "backend": options["backend"],
+        "netns_mode": fabric["rdma_netns_mode"],
         "interfaces": interfaces,
-        "acs": {"endpoints": endpoints, "clear_mask": opts.get("acs_clear_mask", ACS_REDIRECT_MASK)},
+        "acs": {"endpoints": endpoints, "clear_mask": options["acs_clear_mask"]},
     }
 
 

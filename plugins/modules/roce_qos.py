@@ -20,8 +20,9 @@ description:
     (MOFED), the RDMA-CM default RoCE ToS and mode (configfs), the netdev MTU and global
     pause (C(ethtool)).
   - Settings the host does not expose are reported as warnings, not failures.
-  - The input is one entry of the plan built by the P(gpufabric.rollout.roce_plan#filter) filter; the
-    boot-time re-apply script of the C(roce) role runs the same engine on the same plan.
+  - The input is the C(interfaces) list of the node's RoCE plan, C(gpufabric_node_plan.roce), which
+    the C(gpufabric.rollout.plan) role computes and checks; the boot-time re-apply script of the
+    C(roce) role runs the same engine on the same plan.
 author:
   - gpufabric.rollout contributors (@gpufabric)
 attributes:
@@ -35,7 +36,7 @@ extends_documentation_fragment:
   - gpufabric.rollout.sysroot
 options:
   interfaces:
-    description: Desired state per netdev, as built by the P(gpufabric.rollout.roce_plan#filter) filter.
+    description: Desired state per netdev, as planned in C(gpufabric_node_plan.roce.interfaces).
     type: list
     elements: dict
     required: true
@@ -129,9 +130,9 @@ notes:
 EXAMPLES = r"""
 - name: Apply lossless RoCE to the rail NICs
   gpufabric.rollout.roce_qos:
-    interfaces: "{{ (gpufabric_fabric | gpufabric.rollout.roce_plan({}, gpufabric_topology)).interfaces }}"
-    backend: auto
-    sysroot: "{{ gpufabric_sysroot | default('/') }}"
+    interfaces: "{{ gpufabric_node_plan.roce.interfaces }}"
+    backend: "{{ gpufabric_node_plan.roce.backend }}"
+    sysroot: "{{ gpufabric_node_plan.roce.sysroot }}"
 """
 
 RETURN = r"""

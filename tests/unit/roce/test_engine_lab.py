@@ -17,13 +17,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from intent_support import roce_plan
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils import (
     _host,
     _pcie_acs,
     _qos_engine,
     _qos_parsers,
-    _qos_plan,
 )
 from ansible_collections.gpufabric.rollout.plugins.module_utils._topology_parsers import ACS_REDIRECT_MASK
 
@@ -31,7 +31,6 @@ pytestmark = pytest.mark.slow  # runs the simulators as subprocesses on a full s
 
 REPO = Path(__file__).resolve().parents[3]
 SIMS = REPO / "lab" / "simulators"
-FABRIC = {"lossless_priority": 3, "data_dscp": 26, "cnp_dscp": 48, "cnp_priority": 6, "roce_tos": 106, "mtu": 9000}
 
 
 def _load(name, path):
@@ -107,7 +106,7 @@ def mofed_lab(tmp_path, pristine):
 
 def test_apply_is_honest_in_check_mode_then_idempotent(lab):
     flavour, io, topology = lab
-    plan = _qos_plan.build_plan(FABRIC, {}, topology, sysroot=io.sysroot.root)
+    plan = roce_plan(topology, sysroot=io.sysroot.root)
     assert len(plan["interfaces"]) == 8
     ifaces = plan["interfaces"][:2]  # two rails keep the subprocess count (and the test time) down
     check = _qos_engine.run_plan_interfaces(ifaces, "auto", io, check_mode=True)
@@ -142,7 +141,7 @@ def test_apply_is_honest_in_check_mode_then_idempotent(lab):
 
 def test_check_mode_changes_nothing(lab):
     _flavour, io, topology = lab
-    plan = _qos_plan.build_plan(FABRIC, {}, topology, sysroot=io.sysroot.root)
+    plan = roce_plan(topology, sysroot=io.sysroot.root)
     for _attempt in range(2):
         result = _qos_engine.run_plan_interfaces(plan["interfaces"][:1], "auto", io, check_mode=True)
         assert result["changed"] is True
@@ -150,7 +149,7 @@ def test_check_mode_changes_nothing(lab):
 
 def test_other_tool_reads_what_one_wrote(lab):
     flavour, io, topology = lab
-    plan = _qos_plan.build_plan(FABRIC, {}, topology, sysroot=io.sysroot.root)
+    plan = roce_plan(topology, sysroot=io.sysroot.root)
     _qos_engine.run_plan_interfaces(plan["interfaces"][:1], "auto", io, check_mode=False)
     nd = plan["interfaces"][0]["netdev"]
     pfc = _qos_parsers.parse_dcb_pfc(io.runner.check(["dcb", "pfc", "show", "dev", nd]))
@@ -163,7 +162,7 @@ def test_other_tool_reads_what_one_wrote(lab):
 
 def test_drift_is_detected_and_repaired(lab):
     _flavour, io, topology = lab
-    plan = _qos_plan.build_plan(FABRIC, {}, topology, sysroot=io.sysroot.root)
+    plan = roce_plan(topology, sysroot=io.sysroot.root)
     ifaces = plan["interfaces"][:2]
     _qos_engine.run_plan_interfaces(ifaces, "auto", io, check_mode=False)
     nd = ifaces[1]["netdev"]
@@ -187,7 +186,7 @@ def test_optional_ets_buffers_cable_len_default_prio(lab):
         "cable_len": 30,
         "default_priority": 0,
     }
-    plan = _qos_plan.build_plan(FABRIC, opts, topology, sysroot=io.sysroot.root)
+    plan = roce_plan(topology, sysroot=io.sysroot.root, **opts)
     first = _qos_engine.run_plan_interfaces(plan["interfaces"][:1], "auto", io, check_mode=False)
     keys = set(first["interfaces"][0]["changed_keys"])
     assert {"ets", "buffer_size", "prio2buffer", "cable_len", "default_prio"} <= keys
@@ -199,9 +198,9 @@ def test_optional_ets_buffers_cable_len_default_prio(lab):
 def test_pfc_change_keeps_cable_len(lab):
     """mlnx_qos sends PFC and cable length together; the engine must pass both."""
     _flavour, io, topology = lab
-    plan = _qos_plan.build_plan(FABRIC, {"cable_len": 25}, topology, sysroot=io.sysroot.root)
+    plan = roce_plan(topology, sysroot=io.sysroot.root, cable_len=25)
     _qos_engine.run_plan_interfaces(plan["interfaces"][:1], "auto", io, check_mode=False)
-    plan2 = _qos_plan.build_plan(dict(FABRIC, pfc=False), {}, topology, sysroot=io.sysroot.root)
+    plan2 = roce_plan(topology, {"pfc": False}, sysroot=io.sysroot.root)
     _qos_engine.run_plan_interfaces(plan2["interfaces"][:1], "auto", io, check_mode=False)
     pfc = _qos_parsers.parse_dcb_pfc(io.runner.check(["dcb", "pfc", "show", "dev", plan["interfaces"][0]["netdev"]]))
     assert pfc["pfc"] == [0] * 8 and pfc["delay"] == 25
@@ -246,9 +245,7 @@ def install_engine(lib):
 def test_boot_script_reapplies_the_plan_and_logs_drift(mofed_lab, tmp_path):
     """roles/roce/files/roce_apply.py (what gpufabric-roce.service runs) on a plan file."""
     _flavour, io, topology = mofed_lab
-    plan = _qos_plan.build_plan(
-        FABRIC, {"disable_acs_redirect": True}, dict(topology, rails=[]), sysroot=io.sysroot.root
-    )
+    plan = roce_plan(dict(topology, rails=[]), sysroot=io.sysroot.root, disable_acs_redirect=True)
     plan["interfaces"] = plan["interfaces"][:2]
     plan["acs"]["endpoints"] = [n["bdf"] for n in topology["nics"]][:1]
     plan_file = tmp_path / "plan.json"
