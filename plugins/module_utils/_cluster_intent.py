@@ -1,8 +1,10 @@
 # Copyright: (c) 2026, gpufabric.rollout contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Cluster networking intent: ``gpufabric_rails`` normalised, nodes grouped by hardware, rails
-matched to each group's NICs, subnets carved and checked. Moved unchanged from _cluster_plan.py
-(which assembles the plan); errors name the rail or node group and the numbers.
+"""Cluster networking intent against the nodes: nodes grouped by hardware, rails matched to each
+group's NICs, subnets carved and checked; _cluster_plan.py assembles the plan. ``gpufabric_rails``
+arrives as the plan checked it (argument specs + _intent_rules.rails_rules, every default filled);
+what is refused here needs the nodes or the carved subnets, and the errors name the rail or node
+group and the numbers.
 
 Pure and typed, no AnsibleModule.
 """
@@ -12,7 +14,7 @@ Pure and typed, no AnsibleModule.
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Tuple
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils._ipplan import (
     address,
@@ -24,35 +26,7 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils._ipplan import (
 )
 from ansible_collections.gpufabric.rollout.plugins.module_utils._parse import MAX_DIGITS
 
-NAD_TYPES = ("macvlan", "ipvlan", "host-device", "sriov")
-IPAM_KINDS = ("nv-ipam-ippool", "nv-ipam-cidrpool", "whereabouts")
 SHARED_TYPES = ("macvlan", "ipvlan", "host-device")
-
-DEFAULTS = {
-    "nad_type": "macvlan",
-    "ipam": "nv-ipam-ippool",
-    "supernet": None,
-    "rail_prefix": 20,
-    "block_size": 32,
-    "per_node_prefix": None,
-    "name_prefix": "rail",
-    "resource_prefix": "rdma",
-    "sriov_resource_prefix": "nvidia.com",
-    "pool_namespace": "nvidia-network-operator",
-    "nad_namespace": "default",
-    "macvlan_mode": "bridge",
-    "ipvlan_mode": "l2",
-    "rdma_hca_max": 63,
-    "sriov_num_vfs": 8,
-    "sriov_nad_owner": "sriovnetwork",
-    "socket_ifname": "=eth0",
-    "label_prefix": "gpufabric.io",
-    "cni_version": "0.3.1",
-    "rails": None,
-}
-RAIL_KEYS = ("rail", "name", "subnet", "gateway", "vlan", "mtu", "nad_type", "node_groups", "block_size")
-
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
 class ClusterPlanError(ValueError):
@@ -112,32 +86,6 @@ def node_rails(node: str, facts: Dict[str, Any]) -> Dict[int, Dict[str, Any]]:
             "sriov": nic.get("sriov"),
         }
     return by_rail
-
-
-# --------------------------------------------------------------------------------------------- intent
-def normalize_intent(intent: Optional[Dict[str, Any]]) -> Dict[str, Any]:
-    intent = dict(intent or {})
-    unknown = sorted(set(intent) - set(DEFAULTS))
-    if unknown:
-        raise ClusterPlanError(f"gpufabric_rails: unknown keys {unknown}; allowed: {sorted(DEFAULTS)}")
-    out = dict(DEFAULTS)
-    out.update({k: v for k, v in intent.items() if v is not None})
-    if out["nad_type"] not in NAD_TYPES:
-        raise ClusterPlanError(
-            "gpufabric_rails.nad_type {!r} is not one of {}".format(out["nad_type"], list(NAD_TYPES))
-        )
-    if out["ipam"] not in IPAM_KINDS:
-        raise ClusterPlanError("gpufabric_rails.ipam {!r} is not one of {}".format(out["ipam"], list(IPAM_KINDS)))
-    if out["sriov_nad_owner"] not in ("sriovnetwork", "direct"):
-        raise ClusterPlanError(
-            "gpufabric_rails.sriov_nad_owner {!r} is not one of ['sriovnetwork', 'direct']".format(
-                out["sriov_nad_owner"]
-            )
-        )
-    for key in ("block_size", "rail_prefix", "rdma_hca_max"):
-        if not isinstance(out[key], int) or isinstance(out[key], bool) or out[key] < 1:
-            raise ClusterPlanError(f"gpufabric_rails.{key} must be a positive integer, got {out[key]!r}")
-    return out
 
 
 # --------------------------------------------------------------------------------------------- groups
@@ -209,39 +157,22 @@ def group_nodes(
 
 # --------------------------------------------------------------------------------------------- rails
 def rail_specs(cfg: Dict[str, Any], groups: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """One spec per rail: the listed rails, or every rail index discovery found. Names, nad types
+    and VLANs were checked by the plan (argument specs, _intent_rules.rails_rules)."""
     if cfg["rails"] is None:
         indexes = sorted({r for g in groups for r in g["rail_indexes"]})
         specs = [{"rail": r} for r in indexes]
     else:
-        specs = []
-        for pos, item in enumerate(cfg["rails"]):
-            if not isinstance(item, dict):
-                raise ClusterPlanError("gpufabric_rails.rails[%d] must be a dict, got %r" % (pos, item))
-            unknown = sorted(set(item) - set(RAIL_KEYS))
-            if unknown:
-                raise ClusterPlanError(
-                    "gpufabric_rails.rails[%d]: unknown keys %s; allowed: %s" % (pos, unknown, list(RAIL_KEYS))
-                )
-            spec = dict(item)
-            spec.setdefault("rail", pos)
-            specs.append(spec)
+        specs = [dict(item) for item in cfg["rails"]]
     if not specs:
         raise ClusterPlanError("no rails: gpufabric_rails.rails is empty and no node reports a compute NIC with a rail")
     names = set()
     for spec in specs:
         spec["name"] = str(spec.get("name") or "%s%d" % (cfg["name_prefix"], int(spec["rail"])))
-        if not _DNS_LABEL.match(spec["name"]):
-            raise ClusterPlanError(
-                "rail {}: name must be a DNS label (lower-case alphanumerics and '-')".format(spec["name"])
-            )
         if spec["name"] in names:
             raise ClusterPlanError("rail {}: name used twice".format(spec["name"]))
         names.add(spec["name"])
         spec["nad_type"] = spec.get("nad_type") or cfg["nad_type"]
-        if spec["nad_type"] not in NAD_TYPES:
-            raise ClusterPlanError(
-                "rail {}: nad_type {!r} is not one of {}".format(spec["name"], spec["nad_type"], list(NAD_TYPES))
-            )
         spec["block_size"] = int(spec.get("block_size") or cfg["block_size"])
     return specs
 
@@ -286,14 +217,6 @@ def address_plan(cfg: Dict[str, Any], specs: List[Dict[str, Any]], cluster_cidrs
             spec["_gw"] = address(gw, "rail {} gateway".format(spec["name"]))
         if spec["_gw"] is not None:
             check_gateway(spec["name"], spec["_net"], spec["_gw"])
-        vlan = spec.get("vlan")
-        if vlan is not None and (not isinstance(vlan, int) or isinstance(vlan, bool) or not 1 <= vlan <= 4094):
-            raise ClusterPlanError("rail {}: vlan {!r} is not an integer 1-4094".format(spec["name"], vlan))
-        if vlan is not None and spec["nad_type"] == "host-device":
-            raise ClusterPlanError(
-                "rail %s: vlan %d cannot be set on a host-device rail (the whole netdev moves into the Pod)"
-                % (spec["name"], vlan)
-            )
 
 
 def match_rails(

@@ -175,7 +175,7 @@ def nccl_env(
     ]
     env = {
         "NCCL_IB_HCA": "=" + ",".join(hcas),
-        "NCCL_IB_TC": str(fabric.get("roce_tos", 106)),
+        "NCCL_IB_TC": str(int(fabric["roce_tos"])),
         "NCCL_SOCKET_IFNAME": str(cfg["socket_ifname"]),
     }
     if group.get("net_gdr_level"):

@@ -8,7 +8,9 @@ file assembles them.
 
 Pure and typed. `plan_cluster()` returns node groups, per-rail resources / pools / NADs, node labels,
 NCCL environment per node group and every Kubernetes object the cluster roles apply or render.
-Invalid intent raises ClusterPlanError whose message names the rail (or node group) and the numbers.
+It takes the values the plan checked (_plan_cluster.py): `gpufabric_rails` with every default filled
+and the fabric with `roce_tos` resolved. An intent the nodes cannot carry raises ClusterPlanError
+whose message names the rail (or node group) and the numbers.
 
 Object shapes follow ../shared/docs/facts.md section 7 (NicClusterPolicy, NicNodePolicy, RDMA shared device
 plugin config, nv-ipam IPPool/CIDRPool, NetworkAttachmentDefinition, whereabouts IPAM, SR-IOV operator CRs).
@@ -26,7 +28,6 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils._cluster_intent 
     dns_name,
     group_nodes,
     match_rails,
-    normalize_intent,
     rail_specs,
     version_tuple,
 )
@@ -52,7 +53,7 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils._topology_parser
 
 # --------------------------------------------------------------------------------------------- main
 def plan_cluster(
-    intent: Optional[Dict[str, Any]],
+    intent: Dict[str, Any],
     nodes: Dict[str, Dict[str, Any]],
     cluster_cidrs: Optional[Dict[str, Any]] = None,
     fabric: Optional[Dict[str, Any]] = None,
@@ -64,7 +65,7 @@ def plan_cluster(
         require_netaddr()
     except IPPlanError as exc:
         raise ClusterPlanError(str(exc)) from None
-    cfg = normalize_intent(intent)
+    cfg = dict(intent)
     fabric = dict(fabric or {})
     components = dict(components or {})
     if not nodes:

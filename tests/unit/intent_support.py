@@ -1,6 +1,6 @@
 """Planner inputs for unit tests, normalised the way the plan normalises them.
 
-The pure planners (_qos_plan, _cluster_plan) take the variables after the plan's check: every
+The pure planners (_qos_plan, _nccl, _cluster_plan) take the variables after the plan's check: every
 default filled in from the argument specs, the ToS byte resolved. Tests build their inputs here
 from a few overrides, so the defaults come from the one place that defines them
 (roles/*/meta/argument_specs.yml) and a test never plans from values the plan would refuse.
@@ -13,7 +13,13 @@ from pathlib import Path
 from typing import Any, Dict, Mapping, Optional
 
 from ansible_collections.gpufabric.rollout.plugins.action.plan import load_specs
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _intent, _intent_rules, _plan_node, _qos_plan
+from ansible_collections.gpufabric.rollout.plugins.module_utils import (
+    _cluster_plan,
+    _intent,
+    _intent_rules,
+    _plan_node,
+    _qos_plan,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -71,3 +77,16 @@ def roce_plan(
 def rails(**overrides: Any) -> Dict[str, Any]:
     """gpufabric_rails with every default filled in, as the cluster planner takes it."""
     return checked({"gpufabric_rails": overrides})["gpufabric_rails"]
+
+
+def cluster_plan(
+    intent: Mapping[str, Any],
+    nodes: Mapping[str, Any],
+    cidrs: Optional[Mapping[str, Any]] = None,
+    fabric_overrides: Optional[Mapping[str, Any]] = None,
+    nccl_version: str = "2.27.3",
+) -> Dict[str, Any]:
+    """The cluster networking plan from a few overrides of the gpufabric_rails and fabric defaults."""
+    return _cluster_plan.plan_cluster(
+        rails(**dict(intent)), dict(nodes), dict(cidrs or {}), fabric(**dict(fabric_overrides or {})), nccl_version
+    )
