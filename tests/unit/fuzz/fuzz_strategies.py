@@ -1,13 +1,13 @@
-"""Hypothesis strategies for the fuzz tests: random text and bytes, mutated real outputs, and
-inventory-shaped data for validators (see fuzz_targets.py)."""
+"""Hypothesis strategies for the fuzz tests: random text and bytes, and mutated real outputs
+(see fuzz_targets.py). The plan's intent checker is fuzzed with its own strategies of
+inventory-shaped data in tests/unit/plan/test_fuzz_intent.py."""
 
 from __future__ import annotations
 
-import copy
 import random
-from typing import Any, Dict, List
+from typing import Any, List
 
-from fuzz_mutations import NUMBER_REPLACEMENTS, mutate
+from fuzz_mutations import mutate
 from hypothesis import strategies as st
 
 # Characters tool output is made of, plus what breaks naive parsers: separators, digits of other
@@ -45,53 +45,3 @@ def _mutate_bytes(data: bytes, rnd: random.Random) -> bytes:
         else:
             buf = buf[: rnd.randrange(len(buf) + 1)]
     return bytes(buf)
-
-
-# ---- for validators of inventory data (kind="data" targets) -----------------------------------
-_SCALARS = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(min_value=-(2**70), max_value=2**70),
-    st.floats(allow_nan=True),
-    st.text(max_size=20),
-    st.sampled_from(NUMBER_REPLACEMENTS),
-)
-
-
-def inventory_data() -> st.SearchStrategy[Any]:
-    """Any value an inventory variable can hold (YAML: scalars, lists, string-keyed dicts)."""
-    return st.recursive(
-        _SCALARS,
-        lambda inner: st.one_of(st.lists(inner, max_size=5), st.dictionaries(st.text(max_size=12), inner, max_size=5)),
-        max_leaves=20,
-    )
-
-
-@st.composite
-def mutated_intent(draw: Any, good: Dict[str, Any]) -> Dict[str, Any]:
-    """``good`` with a few values replaced by a value of another type or out of range, or removed."""
-    intent = copy.deepcopy(good)
-    paths = _leaf_paths(intent)
-    for _step in range(draw(st.integers(1, 3))):
-        paths = [p for p in paths if p]
-        if not paths:
-            break
-        path = draw(st.sampled_from(paths))
-        parent = intent
-        for key in path[:-1]:
-            parent = parent[key]
-        if draw(st.booleans()) and isinstance(parent, dict):
-            parent.pop(path[-1], None)
-            paths = _leaf_paths(intent)
-        else:
-            old = parent[path[-1]]
-            parent[path[-1]] = draw(inventory_data().filter(lambda v, old=old: type(v) is not type(old) or v != old))
-    return intent
-
-
-def _leaf_paths(value: Any, prefix: tuple = ()) -> List[tuple]:
-    if isinstance(value, dict):
-        return [p for k, v in value.items() for p in _leaf_paths(v, (*prefix, k))] or [prefix]
-    if isinstance(value, list) and value:
-        return [p for i, v in enumerate(value) for p in _leaf_paths(v, (*prefix, i))]
-    return [prefix]

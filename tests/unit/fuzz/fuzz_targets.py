@@ -5,10 +5,8 @@ which return their documented "absent" values instead) and which real outputs to
 fixtures of tests/unit/*/fixtures and the lab's captures; sources in their READMEs). The fuzz
 tests hold every target to: return, or raise only the documented error, for any input.
 
-To fuzz a new parser, add a Target here. Validators of inventory data (the intent validator of
-the plan play) take data rather than text: register them with ``kind="data"`` and a corpus of
-good intents; test_fuzz.py then feeds them ``fuzz_strategies.inventory_data`` (any YAML-shaped value)
-and ``fuzz_strategies.mutated_intent`` (a good intent with values of the wrong type or range).
+To fuzz a new parser, add a Target here. The plan's intent checker takes inventory data, not
+text; it is fuzzed in tests/unit/plan/test_fuzz_intent.py.
 """
 
 from __future__ import annotations
@@ -23,9 +21,13 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils import (
     _cufile,
     _doca,
     _gdscheck,
+    _gdsio,
     _gpudirect,
+    _gpuprobe,
     _nccl,
+    _nccltests,
     _pcie_acs,
+    _perftest,
     _qos_parsers,
     _topology_parsers,
 )
@@ -55,7 +57,7 @@ class Target:
     func: Callable[[Any], Any]
     corpus: Callable[[], List[Any]]
     raises: Tuple[Type[BaseException], ...] = ()
-    kind: str = "text"  # text (str or bytes accepted), bytes (binary input), data (inventory values)
+    kind: str = "text"  # text (str or bytes accepted) or bytes (binary input)
 
 
 ROCE = "tests/unit/roce/fixtures"
@@ -167,4 +169,28 @@ TARGETS: List[Target] = [
     ),
     Target("dkms_release", _doca.ofed_release_from_dkms_version, lambda: ["24.10.OFED.24.10.1.1.4.1-1"]),
     Target("exact_depends", _doca.exact_dependencies, lambda: ["a (= 1.0), b (>= 2), c | d (= 3)"]),
+    # Validation (_perftest.py, _nccltests.py, _gdsio.py, _gpuprobe.py): measurement output read back
+    # from the nodes; each refuses unreadable output with its own error, which validate_report turns
+    # into a failed check naming the node and the tool
+    Target(
+        "perftest",
+        _perftest.parse,
+        lambda: files(
+            "tests/unit/validate/fixtures/perftest/*_client.txt", "tests/unit/validate/fixtures/perftest/*_gbits.txt"
+        ),
+        (_perftest.PerftestError,),
+    ),
+    Target(
+        "nccl_tests",
+        _nccltests.parse,
+        lambda: files("tests/unit/validate/fixtures/nccltests/*.txt"),
+        (_nccltests.NcclTestsError,),
+    ),
+    Target("gdsio", _gdsio.parse, lambda: files("tests/unit/validate/fixtures/gdsio/*.txt"), (_gdsio.GdsioError,)),
+    Target(
+        "gpu_probe",
+        _gpuprobe.load,
+        lambda: files("tests/unit/validate/fixtures/gpu_probe/*.json"),
+        (_gpuprobe.GpuProbeError,),
+    ),
 ]

@@ -12,14 +12,19 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils import (
     _cufile,
     _doca,
     _gdscheck,
+    _gdsio,
     _gpudirect,
+    _gpuprobe,
     _nccl,
+    _nccltests,
+    _perftest,
     _qos_parsers,
     _topology_parsers,
 )
 from ansible_collections.gpufabric.rollout.plugins.module_utils._parse import ParseError
 
 ROCE = Path(__file__).resolve().parents[1] / "roce" / "fixtures"
+VALIDATE = Path(__file__).resolve().parents[1] / "validate" / "fixtures"
 MLNX = (ROCE / "mlnx_qos/fw_ets_two_pfc_buffers.txt").read_text()
 HUGE = "9" * 5000
 
@@ -146,3 +151,45 @@ def test_xml_with_text_it_cannot_encode_is_a_parse_error():
     """A lone surrogate (undecodable bytes read with surrogateescape) made ElementTree raise UnicodeEncodeError."""
     with pytest.raises(ParseError, match=r"repomd\.xml is not well-formed XML"):
         _doca.primary_location("<repomd>\udcff</repomd>")
+
+
+# The validation parsers (merged in later) read measurement output; each refuses with its own error,
+# which validate_report turns into a failed check naming the node and the tool.
+def test_perftest_odd_digits_are_left_unread():
+    """'²' passed str.isdigit() and made int() raise ValueError; a 5,000-digit row broke int()."""
+    text = (VALIDATE / "perftest/write_bw_all_gbits_client.txt").read_text()
+    result = _perftest.parse(text.replace("GID index       : 5", "GID index       : \u00b2"))
+    assert result["gid_index"] is None and result["rows"]
+    header = next(line for line in text.splitlines() if "#bytes" in line)
+    with pytest.raises(_perftest.PerftestError, match="no complete row"):
+        _perftest.parse(f"{header}\n {HUGE} 5000 1.0 1.0 1.0\n")
+
+
+def test_nccl_tests_huge_numbers_are_refused_or_skipped():
+    """A 5,000-digit rank or row made int() raise ValueError (CPython's digit limit)."""
+    text = (VALIDATE / "nccltests/all_reduce_16x_h100_2nodes.txt").read_text()
+    result = _nccltests.parse(text.replace("Rank  0 Group", f"Rank {HUGE} Group"))
+    assert result["ranks"] == 15  # the unreadable rank line is not a rank
+    wrong = text.replace("    0.00      0    123.5", "    0.00    inf    123.5", 1)
+    with pytest.raises(_nccltests.NcclTestsError, match="#wrong 'inf' is not a count"):
+        _nccltests.parse(wrong)
+    with pytest.raises(_nccltests.NcclTestsError, match=r"avg bus bandwidth '\.' is not a number"):
+        _nccltests.parse(text + "# Avg bus bandwidth    : . \n")
+
+
+def test_gdsio_huge_numbers_are_not_a_result():
+    line = (VALIDATE / "gdsio/getting_started_write.txt").read_text()
+    with pytest.raises(_gdsio.GdsioError, match="no gdsio result line"):
+        _gdsio.parse(line.replace("Threads: 1", f"Threads: {HUGE}"))
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[" * 100000, "nested too deep"),  # was RecursionError
+        ('{"schema": "gpufabric.gpu_probe", "schema_version": 1, "gpus": [{"h2d_gbps": 1e999}]}', "inf"),
+    ],
+)
+def test_gpu_probe_unreadable_documents(text, message):
+    with pytest.raises(_gpuprobe.GpuProbeError, match=message):
+        _gpuprobe.load(text)
