@@ -1,11 +1,17 @@
 # Copyright: (c) 2026, gpufabric.rollout contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters over the cluster networking plan (gpufabric_plan.network, planned by the plan play):
-its report section and the file names of render mode."""
+its report section, the file names of render mode, and what publishing the objects needs
+(RBAC rules, owner selectors, pruning)."""
 
 from __future__ import annotations
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _cluster_objects, _cluster_report
+from ansible_collections.gpufabric.rollout.plugins.module_utils import (
+    _cluster_objects,
+    _cluster_report,
+    _k8s_access,
+    _k8s_publish,
+)
 from ansible_collections.gpufabric.rollout.plugins.module_utils._cluster_intent import ClusterPlanError
 from ansible_collections.gpufabric.rollout.plugins.plugin_utils._filter_errors import filter_errors
 
@@ -20,6 +26,43 @@ def k8s_render_files(objects, prefix=""):
     return _cluster_objects.render_files(objects, prefix)
 
 
+@filter_errors(_k8s_access.AccessRuleError)
+def k8s_apply_rules(objects):
+    """RBAC-shaped rules (for gpufabric.rollout.k8s_access) that server-side applying `objects` needs."""
+    return _k8s_access.apply_rules(objects)
+
+
+def k8s_owner_selector(component):
+    """Label selectors that find the objects this collection made for `component`."""
+    return _k8s_publish.selector(component)
+
+
+def k8s_stale(found, planned):
+    """Objects in `found` (k8s_info resources) made for the component that `planned` no longer has."""
+    return _k8s_publish.stale(found, planned)
+
+
+@filter_errors(_k8s_publish.PublishError)
+def k8s_prune_queries(kinds):
+    """One {api_version, kind} k8s_info query per resource of the prune kinds."""
+    return _k8s_publish.prune_queries(kinds)
+
+
+@filter_errors(_k8s_publish.PublishError)
+def k8s_prune_rules(kinds):
+    """RBAC-shaped rules (gpufabric.rollout.k8s_access) that pruning the kinds needs."""
+    return _k8s_publish.prune_rules(kinds)
+
+
 class FilterModule:
     def filters(self):
-        return {"cluster_report": cluster_report, "k8s_render_files": k8s_render_files}
+        funcs = (
+            cluster_report,
+            k8s_render_files,
+            k8s_apply_rules,
+            k8s_owner_selector,
+            k8s_stale,
+            k8s_prune_queries,
+            k8s_prune_rules,
+        )
+        return {func.__name__: func for func in funcs}

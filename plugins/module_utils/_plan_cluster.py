@@ -21,6 +21,7 @@ from typing import Any, Dict, List, Mapping, Optional
 from ansible_collections.gpufabric.rollout.plugins.module_utils import (
     _cluster_plan,
     _cluster_report,
+    _k8s_publish,
     _plan_gpu_operator,
     _qos_plan,
 )
@@ -244,9 +245,13 @@ def plan(values: Mapping[str, Any], records: Mapping[str, Optional[Mapping[str, 
         )
     except ClusterPlanError as exc:
         raise PlanError([str(exc)]) from None
+    # Every object carries its owner's labels: the roles prune by them (_k8s_publish).
+    network["objects"] = {part: _k8s_publish.own(objs, part) for part, objs in network["objects"].items()}
     gpu_operator = _plan_gpu_operator.plan(values, nodes, network["config"]["label_prefix"], problems)
     if problems:
         raise PlanError(problems)
+    if gpu_operator:
+        gpu_operator["nvidia_drivers"] = _k8s_publish.own(gpu_operator["nvidia_drivers"], "gpu_operator")
     result = {
         "schema_version": SCHEMA_VERSION,
         "fabric": fabric,

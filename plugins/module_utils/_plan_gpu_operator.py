@@ -38,12 +38,13 @@ import re
 import tarfile
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
+from ansible_collections.gpufabric.rollout.plugins.module_utils import _k8s_publish
 from ansible_collections.gpufabric.rollout.plugins.module_utils._cluster_intent import dns_name, label_value
 from ansible_collections.gpufabric.rollout.plugins.module_utils._intent import show, unknown_message
 
 DRIVER_VAR = "gpufabric_gpu_driver"
 CLUSTER_POLICY = "cluster-policy"
-MANAGED_BY = {"app.kubernetes.io/managed-by": "gpufabric.rollout"}
+MANAGED_BY = {_k8s_publish.MANAGED_BY_KEY: _k8s_publish.MANAGED_BY}
 KERNEL_MODULE_TYPE_SINCE = (25, 3, 0)
 VALIDATOR_REPO_MOVED = (25, 10, 0)  # validator and node status exporter left nvcr.io/nvidia/cloud-native
 GPU_TOLERATIONS = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]

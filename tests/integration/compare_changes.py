@@ -1,11 +1,10 @@
-#!/usr/bin/env python3
 # Copyright: (c) 2026, gpufabric.rollout contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Check mode must tell the truth: compare the tasks a --check run said would change with the
 tasks the real run after it changed, from the JSON lines the gpufabric_changes test callback
 (tests/callbacks/gpufabric_changes.py) wrote.
 
-Usage: compare_changes.py LOG [--ignore REGEX ...]
+Usage: python compare_changes.py LOG [--ignore REGEX ...]
 Exit 0 when both runs changed the same (host, task) pairs, 1 otherwise (the differences are
 printed), 2 when the log lacks one of the two runs.
 """

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Print (or, with --write, put into README.md) the summary of the AWX surveys that the
 README's AWX section carries; test_survey.py checks the README against the same generation."""
 

@@ -349,5 +349,5 @@ def test_readme_summarises_the_generated_surveys():
         assert int(match.group(1)) == len(result["survey_spec"]["spec"]), f"README: {stage} question count"
         listed = re.findall(r"`(\w+)`", match.group(2))
         assert listed == [s["variable"] for s in result["skipped"]], (
-            f"README: {stage} skipped variables; run tests/unit/awx/readme_surveys.py --write"
+            f"README: {stage} skipped variables; run python tests/unit/awx/readme_surveys.py --write"
         )
