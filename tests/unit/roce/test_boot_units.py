@@ -52,7 +52,7 @@ def ini(text):
         if stripped.startswith("[") and stripped.endswith("]"):
             current = sections.setdefault(stripped[1:-1], {})
             continue
-        key, _, value = stripped.partition("=")
+        key, value = stripped.split("=", 1)
         current.setdefault(key.strip(), []).append(value.strip())
     return sections
 
