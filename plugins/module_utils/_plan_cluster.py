@@ -20,10 +20,12 @@ from typing import Any, Dict, List, Mapping, Optional
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils import (
     _cluster_plan,
+    _cluster_report,
     _k8s_publish,
     _plan_gpu_operator,
-    _qos,
+    _qos_plan,
 )
+from ansible_collections.gpufabric.rollout.plugins.module_utils._cluster_intent import ClusterPlanError
 from ansible_collections.gpufabric.rollout.plugins.module_utils._plan_node import PlanError
 
 SCHEMA_VERSION = 1
@@ -184,7 +186,7 @@ def cross_node_problems(nodes: Mapping[str, Mapping[str, Any]]) -> List[str]:
             problems.append(
                 f"gpufabric_k8s_node_name: {json.loads(text)!r} is used by {_short(hosts)}; it must be unique"
             )
-    problems.extend(_qos.rail_consistency_errors({h: r.get("roce_rails") or {} for h, r in nodes.items()}))
+    problems.extend(_qos_plan.rail_consistency_errors({h: r.get("roce_rails") or {} for h, r in nodes.items()}))
     return problems
 
 
@@ -241,7 +243,7 @@ def plan(values: Mapping[str, Any], records: Mapping[str, Optional[Mapping[str, 
             first["nccl_version"],
             values.get("network_operator_images"),
         )
-    except _cluster_plan.ClusterPlanError as exc:
+    except ClusterPlanError as exc:
         raise PlanError([str(exc)]) from None
     # Every object carries its owner's labels: the roles prune by them (_k8s_publish).
     network["objects"] = {part: _k8s_publish.own(objs, part) for part, objs in network["objects"].items()}
@@ -320,7 +322,7 @@ def summary_text(result: Mapping[str, Any]) -> str:
     for host, node in result["nodes"].items():
         origin = "" if node.get("source") == "this run" else f" [stored {node.get('stored_at')}]"
         lines.append(f"  {host}: {node.get('summary')}{origin}")
-    lines.append(_cluster_plan.report_text(result["network"]).rstrip("\n"))
+    lines.append(_cluster_report.report_text(result["network"]).rstrip("\n"))
     lines.extend(_plan_gpu_operator.summary_lines(result.get("gpu_operator")))
     counts = ", ".join(f"{part} {len(objs)}" for part, objs in result["network"]["objects"].items())
     lines.append(f"objects: {counts}")

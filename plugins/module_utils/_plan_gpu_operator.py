@@ -39,7 +39,7 @@ import tarfile
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils import _k8s_publish
-from ansible_collections.gpufabric.rollout.plugins.module_utils._cluster_plan import dns_name, label_value
+from ansible_collections.gpufabric.rollout.plugins.module_utils._cluster_intent import dns_name, label_value
 from ansible_collections.gpufabric.rollout.plugins.module_utils._intent import show, unknown_message
 
 DRIVER_VAR = "gpufabric_gpu_driver"
