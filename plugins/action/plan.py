@@ -187,6 +187,6 @@ class ActionModule(ActionBase):
             else:
                 nodes[host] = None
         values = plain(task_vars.get("gpufabric_intent") or {})
-        cluster = _plan_cluster.plan(values, nodes)
+        cluster = _plan_cluster.plan(values, nodes, store.path, use_stored)
         files = _plan_cluster.write_plan(plan_dir, dict(cluster, node_plans=node_plans))
         return {"gpufabric_plan": cluster, "files": files, "summary": cluster["summary"]}
