@@ -214,15 +214,30 @@ def network_operator_values(values: Mapping[str, Any], rails: Mapping[str, Any])
     return deep_merge(generated, values.get("network_operator_extra_values") or {})
 
 
-def plan(values: Mapping[str, Any], records: Mapping[str, Optional[Mapping[str, Any]]]) -> Dict[str, Any]:
-    """The cluster plan from the checked cluster variables and every GPU node's record."""
+def plan(
+    values: Mapping[str, Any],
+    records: Mapping[str, Optional[Mapping[str, Any]]],
+    discovery_dir: str = "plan_dir/discovery",
+    stored_discovery: bool = True,
+) -> Dict[str, Any]:
+    """The cluster plan from the checked cluster variables and every GPU node's record (None: the
+    node is outside this run and has no record in `discovery_dir`, or stored records are off)."""
     missing = sorted(host for host, record in records.items() if record is None)
+    if missing and not stored_discovery:
+        raise PlanError(
+            [
+                f"the cluster plan needs every GPU node, but {_short(missing)} are not in this run and "
+                "plan_stored_discovery is false (no stored discovery is read); run without --limit, "
+                "or set plan_stored_discovery: true"
+            ]
+        )
     if missing:
         raise PlanError(
             [
                 f"the cluster plan needs every GPU node, but {_short(missing)} ran neither in this run nor "
-                "before (no stored discovery); run playbooks/plan.yml once without --limit, "
-                "or set plan_stored_discovery"
+                f"before (no stored discovery in {discovery_dir}); run playbooks/plan.yml with them once "
+                "(without --limit), keeping plan_dir where every later run finds it (under AWX: storage "
+                "every job mounts, not the job's own directory)"
             ]
         )
     if not records:
