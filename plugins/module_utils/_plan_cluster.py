@@ -190,17 +190,6 @@ def cross_node_problems(nodes: Mapping[str, Mapping[str, Any]]) -> List[str]:
     return problems
 
 
-def deep_merge(base: Mapping[str, Any], extra: Mapping[str, Any]) -> Dict[str, Any]:
-    """Helm-style merge: mappings merge key by key, anything else in ``extra`` replaces."""
-    out = dict(base)
-    for key, value in (extra or {}).items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
-            out[key] = deep_merge(out[key], value)
-        else:
-            out[key] = value
-    return out
-
-
 def network_operator_values(values: Mapping[str, Any], rails: Mapping[str, Any]) -> Dict[str, Any]:
     """The Network Operator chart's values: structured variables, then the extra_values escape hatch."""
     sriov = values.get("network_operator_sriov_operator_enabled")
@@ -211,7 +200,7 @@ def network_operator_values(values: Mapping[str, Any], rails: Mapping[str, Any])
         "sriovNetworkOperator": {"enabled": bool(sriov)},
         "maintenanceOperator": {"enabled": bool(values.get("network_operator_maintenance_operator_enabled"))},
     }
-    return deep_merge(generated, values.get("network_operator_extra_values") or {})
+    return _plan_gpu_operator.deep_merge(generated, values.get("network_operator_extra_values") or {})
 
 
 def plan(

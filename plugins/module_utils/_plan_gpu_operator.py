@@ -224,6 +224,7 @@ def check_extra_values(extra: Mapping[str, Any], problems: List[str]) -> None:
 
 
 def deep_merge(base: Mapping[str, Any], extra: Mapping[str, Any]) -> Dict[str, Any]:
+    """Helm-style merge: mappings merge key by key, anything else in ``extra`` replaces."""
     out = dict(base)
     for key, value in (extra or {}).items():
         if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
