@@ -4,6 +4,10 @@
 
 Runs entirely on the controller (nothing is sent to the node). The argument specs it checks
 against are read from the collection's own roles/*/meta/argument_specs.yml.
+
+Its results are return values, not ``ansible_facts``: facts a module returns are written to the
+fact cache (AWX jobs and ansible.cfg ``fact_caching``), and a later run would find a stale plan
+there. The plan role keeps them for the run with ``set_fact``, which never reaches the cache.
 """
 
 from __future__ import annotations
@@ -42,6 +46,9 @@ RUNTIME_NAMES = frozenset(
         "gpufabric_intent",
         "gpufabric_node_plan",
         "gpufabric_plan",
+        # What playbooks/report.yml publishes with set_stats: in an AWX workflow the job's artifacts
+        # become extra vars of the next stage's job.
+        "gpufabric_report",
     )
 )
 IGNORED_PREFIXES = ("gpufabric_lab_",)
@@ -139,12 +146,12 @@ class ActionModule(ActionBase):
             if part in ("check_node", "check_cluster"):
                 entry = "node_intent" if part == "check_node" else "cluster_intent"
                 values = self._check(task_vars, entry, list(args.get("roles") or []))
-                result["ansible_facts"] = {"gpufabric_intent": values}
+                result["gpufabric_intent"] = values
             elif part == "node":
                 values = plain(task_vars.get("gpufabric_intent") or {})
                 facts = plain(self._template(args.get("facts") or {}))
                 facts["doca_index"] = plain(self._template(args.get("doca_index"))) if args.get("doca_index") else None
-                result["ansible_facts"] = {"gpufabric_node_plan": _plan_node.plan_node(values, facts)}
+                result["gpufabric_node_plan"] = _plan_node.plan_node(values, facts)
             elif part == "cluster":
                 result.update(self._cluster(task_vars, args))
             else:
@@ -180,6 +187,6 @@ class ActionModule(ActionBase):
             else:
                 nodes[host] = None
         values = plain(task_vars.get("gpufabric_intent") or {})
-        cluster = _plan_cluster.plan(values, nodes)
+        cluster = _plan_cluster.plan(values, nodes, store.path, use_stored)
         files = _plan_cluster.write_plan(plan_dir, dict(cluster, node_plans=node_plans))
-        return {"ansible_facts": {"gpufabric_plan": cluster}, "files": files, "summary": cluster["summary"]}
+        return {"gpufabric_plan": cluster, "files": files, "summary": cluster["summary"]}

@@ -118,32 +118,14 @@ def _check(category: str, node: str, subject: str, name: str, **kw: Any) -> Dict
 
 
 def _ratio_check(category, node, subject, name, measured, expected, fraction, unit, detail="") -> Dict[str, Any]:
+    what = (category, node, subject, name)
     if expected is None:
-        return _check(
-            category,
-            node,
-            subject,
-            name,
-            measured=measured,
-            unit=unit,
-            passed=False,
-            detail=(detail + "; " if detail else "") + "no expected figure could be derived",
-        )
+        detail = (detail + "; " if detail else "") + "no expected figure could be derived"
+        return _check(*what, measured=measured, unit=unit, passed=False, detail=detail)
     threshold = expected * fraction
     passed = measured is not None and measured >= threshold
-    return _check(
-        category,
-        node,
-        subject,
-        name,
-        measured=measured,
-        expected=expected,
-        threshold=threshold,
-        fraction=fraction,
-        unit=unit,
-        passed=passed,
-        detail=detail,
-    )
+    figures = {"measured": measured, "expected": expected, "threshold": threshold, "fraction": fraction}
+    return _check(*what, unit=unit, passed=passed, detail=detail, **figures)
 
 
 def nic_by_device(topology: Dict[str, Any], rdma_device: str) -> Optional[Dict[str, Any]]:

@@ -9,6 +9,9 @@ lines it needs by loose patterns; anything else is kept in ``other`` rather than
 cuFile writes the same report to cufile.log at level INFO, each line prefixed with a
 timestamp, pid and source location; those prefixes are stripped first.
 
+Contract: ``parse`` reads any text (str or bytes) without raising: what it cannot read is
+None, or a line in ``other``. Integers of more than 20 digits stay text.
+
 Pure Python (>= 3.8), no Ansible imports.
 """
 
@@ -17,12 +20,15 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional
 
+from ansible_collections.gpufabric.rollout.plugins.module_utils._parse import as_text, integer_or_none
+
 # " 30-11-2026 01:18:59:824 [pid=623 tid=623] INFO   cufio-drv:254 NVMe : Unsupported"
 _LOG_PREFIX = re.compile(r"^\s*\d{1,2}-\d{1,2}-\d{4}\s+[\d:.]+\s+\[pid=\d+\s+tid=\d+\]\s+[A-Z]+\s+[\w.-]+:\d+\s?")
 _SECTION = re.compile(r"^\s*([A-Z][A-Z /]+[A-Z])\s*:\s*$")
 _PAIR = re.compile(r"^\s*(-*)\s*([^:]+?)\s*:\s*(.*?)\s*$")
 _GPU = re.compile(
-    r"GPU index\s+(?P<index>\d+)\s+(?P<name>.+?)\s+bar:\s*(?P<bar>\d+)\s+bar size \(MiB\):\s*(?P<size>\d+)"
+    r"GPU index\s+(?P<index>[0-9]{1,9})\s+(?P<name>.+?)\s+bar:\s*(?P<bar>[0-9]{1,9})\s+"
+    r"bar size \(MiB\):\s*(?P<size>[0-9]{1,20})"
     r"(?:\s*,?\s*(?P<support>supports GDS|[^,]*?not support[^,]*))?(?:\s*,\s*IOMMU State:\s*(?P<iommu>\w+))?",
     re.IGNORECASE,
 )
@@ -38,11 +44,13 @@ def _typed(value: str) -> Any:
     low = value.lower()
     if low in ("true", "false"):
         return low == "true"
-    if re.fullmatch(r"-?\d+", value):
-        return int(value)
+    number = integer_or_none(value)
+    if number is not None and value == value.strip():
+        return number
     parts = value.split()
-    if len(parts) > 1 and all(re.fullmatch(r"-?\d+", p) for p in parts):
-        return [int(p) for p in parts]
+    numbers = [integer_or_none(p) for p in parts]
+    if len(parts) > 1 and all(n is not None for n in numbers):
+        return numbers
     return value
 
 
@@ -60,8 +68,9 @@ def _norm(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", name.strip().lower()).strip("_")
 
 
-def parse(text: str) -> Dict[str, Any]:
+def parse(text: Any) -> Dict[str, Any]:
     """Return facts from a gdscheck -p report. Missing items are None, never guessed."""
+    text = as_text(text, "gdscheck output")
     facts: Dict[str, Any] = {
         "gds_release": None,
         "nvidia_fs_version": None,

@@ -18,12 +18,16 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils._intent import show, unknown_message
 
-NUM_PRIO = 8
-ROCE_OVERHEAD = 96  # GRH 40 + UDP 8 + BTH 12 + XRC-ETH 4 + AtomicETH 28 + ICRC 4 (ib_addr.h iboe_get_mtu)
-MIN_MTU_FOR_4096 = 4096 + ROCE_OVERHEAD
-MAX_MTU = 9978  # mlx5 hard maximum
-ECT0 = 0b10
-TSA_NAMES = ("strict", "ets", "vendor")
+# The NIC's limits are the parsers' (one definition): 8 priorities, the ETS schedulers, the RoCE
+# header overhead behind the smallest MTU that carries RoCE MTU 4096, the mlx5 maximum MTU.
+from ansible_collections.gpufabric.rollout.plugins.module_utils._qos_parsers import (
+    MAX_MTU,
+    MIN_MTU_FOR_4096,
+    NUM_PRIO,
+    TSA_NAMES,
+)
+
+ECT0 = 0b10  # the ECN field of a RoCE packet marked ECN-capable (RFC 3168 ECT(0))
 CNI_VERSIONS = ("0.3.1", "0.4.0", "1.0.0")
 VERSION_RE = re.compile(r"^\d{1,4}\.\d{1,4}(\.\d{1,6})?$")
 DNS_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")

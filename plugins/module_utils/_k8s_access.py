@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils._cluster_plan import CRD_NAMES
+from ansible_collections.gpufabric.rollout.plugins.module_utils._cluster_objects import CRD_NAMES
 
 VERBS = ("get", "list", "watch", "create", "update", "patch", "delete", "deletecollection", "bind", "escalate")
 
 
-# Resource names of the built-in kinds the roles write (custom kinds: _cluster_plan.CRD_NAMES).
+# Resource names of the built-in kinds the roles write (custom kinds: _cluster_objects.CRD_NAMES).
 BUILTIN_RESOURCES = {"ConfigMap": "configmaps", "Namespace": "namespaces", "Node": "nodes", "Secret": "secrets"}
 # What applying an object costs, as kubernetes.core.k8s does it with server-side apply: a read
 # first, then an apply patch, which creates the object when it is missing (the API server

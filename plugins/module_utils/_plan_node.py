@@ -16,7 +16,13 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _doca, _gpudirect, _nccl, _plan_gpu_driver, _qos
+from ansible_collections.gpufabric.rollout.plugins.module_utils import (
+    _doca,
+    _gpudirect,
+    _nccl,
+    _plan_gpu_driver,
+    _qos_plan,
+)
 from ansible_collections.gpufabric.rollout.plugins.module_utils._intent import IntentError, show
 from ansible_collections.gpufabric.rollout.plugins.module_utils._intent_rules import tos_for, version
 
@@ -128,14 +134,14 @@ def roce_section(
             "roce_disable_acs_redirect: true, but this node is a virtual machine; ACS must stay on in VMs "
             "(enable ATS on the NIC instead)"
         )
-    plan = _qos.build_plan(fabric, options, topology, values.get("gpufabric_sysroot") or "/")
+    plan = _qos_plan.build_plan(fabric, options, topology, values.get("gpufabric_sysroot") or "/")
     if not plan["interfaces"] and not options["interfaces"]:
         problems.append(
             "roce_interfaces: empty, and discovery found no rail (compute) NIC"
             + (" or storage NIC" if options["include_storage"] else "")
             + " on this node; name the NICs to configure, or set roce_include_storage: true"
         )
-    plan["rails"] = _qos.rail_summary(plan)
+    plan["rails"] = _qos_plan.rail_summary(plan)
     plan["check_rail_consistency"] = bool(values.get("roce_check_rail_consistency", True))
     return plan
 

@@ -76,6 +76,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import open_url
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils import _doca
+from ansible_collections.gpufabric.rollout.plugins.module_utils._parse import ParseError
 
 
 def _fetch(url, params):
@@ -107,20 +108,29 @@ def read_index(params):
             data = _fetch(base + name, params)
             if data is not None:
                 text = _maybe_gunzip(data, name).decode("utf-8", "replace")
-                return base + name, _doca.parse_packages_index(text), _doca.parse_packages_depends(text)
+                try:
+                    return base + name, _doca.parse_packages_index(text), _doca.parse_packages_depends(text)
+                except ParseError as exc:
+                    raise exc.within(base + name) from None
         raise _doca.DocaError(
             f"doca_ofed_repo_base_url: no Packages index at {base} (wrong release, OS or arch token?)"
         )
     repomd = _fetch(base + "repodata/repomd.xml", params)
     if repomd is None:
         raise _doca.DocaError(f"doca_ofed_repo_base_url: no repodata/repomd.xml at {base}")
-    location = _doca.primary_location(repomd.decode("utf-8", "replace"))
+    try:
+        location = _doca.primary_location(repomd)
+    except ParseError as exc:
+        raise exc.within(base + "repodata/repomd.xml") from None
     if location.endswith((".zst", ".xz", ".bz2")):
         raise _doca.DocaError(f"{base}: primary metadata compression not supported here ({location})")
     data = _fetch(base + location, params)
     if data is None:
         raise _doca.DocaError(f"{base}: repomd.xml names {location}, which is missing")
-    return base + location, _doca.parse_primary_xml(_maybe_gunzip(data, location).decode("utf-8", "replace")), {}
+    try:
+        return base + location, _doca.parse_primary_xml(_maybe_gunzip(data, location)), {}
+    except ParseError as exc:
+        raise exc.within(base + location) from None
 
 
 def main():
@@ -137,7 +147,7 @@ def main():
     error = None
     try:
         result["url"], result["packages"], result["depends"] = read_index(module.params)
-    except _doca.DocaError as exc:
+    except (_doca.DocaError, ParseError) as exc:
         error = str(exc)
     except Exception as exc:  # network and I/O errors become one clear failure
         error = "cannot read the repository index under {}: {}".format(module.params["url"], exc)

@@ -15,13 +15,16 @@ description:
     C(node_intent) or C(cluster_intent) argument spec) and every variable of the listed roles against their
     argument specs, plus the ranges and cross-field rules of the collection. Unknown keys and unknown variables
     with a collection prefix are refused with the closest known name. The checked values, defaults filled in,
-    become the fact C(gpufabric_intent).
+    are returned as RV(gpufabric_intent).
   - With O(part=node) it computes the node's plan from C(gpufabric_intent) and the node's discovered facts
-    (fact C(gpufabric_node_plan)).
-  - With O(part=cluster) it checks what must agree between GPU nodes, computes the cluster plan (fact
-    C(gpufabric_plan)), stores each node's record under O(plan_dir)C(/discovery) and writes C(plan.json) and
+    (RV(gpufabric_node_plan)).
+  - With O(part=cluster) it checks what must agree between GPU nodes, computes the cluster plan
+    (RV(gpufabric_plan)), stores each node's record under O(plan_dir)C(/discovery) and writes C(plan.json) and
     C(summary.txt) to O(plan_dir). Nodes outside the run are planned from their stored record.
   - Every refusal names the variable, the value and what is allowed; all problems are reported at once.
+  - The results are return values, not facts, so that they never reach a fact cache (AWX jobs, C(fact_caching) in
+    C(ansible.cfg)), where a later run would find a stale plan; the plan role keeps them for the run with
+    M(ansible.builtin.set_fact).
 options:
   part:
     description: What to do.
@@ -73,9 +76,26 @@ EXAMPLES = r"""
   gpufabric.rollout.plan:
     part: check_node
     roles: [topology, roce, nccl_config]
+  register: __plan_check
+
+- name: Keep the checked variables for this run (set_fact never reaches the fact cache)
+  ansible.builtin.set_fact:
+    gpufabric_intent: "{{ __plan_check.gpufabric_intent }}"
 """
 
 RETURN = r"""
+gpufabric_intent:
+  description: For O(part=check_node) and O(part=check_cluster), the checked variables with their defaults filled in.
+  returned: success and O(part) is C(check_node) or C(check_cluster)
+  type: dict
+gpufabric_node_plan:
+  description: For O(part=node), the node's plan, one section per host role.
+  returned: success and O(part=node)
+  type: dict
+gpufabric_plan:
+  description: For O(part=cluster), the cluster plan (nodes, network, operators' objects, summary).
+  returned: success and O(part=cluster)
+  type: dict
 problems:
   description: Every refusal, each naming the variable, the value and what is allowed.
   returned: failure

@@ -11,10 +11,10 @@ from typing import Any, Dict, List
 import jinja2
 import pytest
 import yaml
+from intent_support import cluster_plan
 
 from ansible_collections.gpufabric.rollout.plugins.filter.cluster_plan import FilterModule
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _k8s_access
-from ansible_collections.gpufabric.rollout.plugins.module_utils._cluster_plan import plan_cluster
+from ansible_collections.gpufabric.rollout.plugins.module_utils import _k8s_access, _k8s_publish
 
 REPO = Path(__file__).resolve().parents[3]
 RBAC = REPO / "docs" / "rbac" / "gpufabric-rollout.yaml"
@@ -75,7 +75,7 @@ def test_missing_message_names_who_each_verb_resource_and_scope():
 
 
 def test_apply_rules_follow_the_planned_objects(dgx):
-    plan = plan_cluster({"supernet": "10.200.0.0/16", "nad_namespace": "gpu-workloads"}, dgx, CIDRS, {"mtu": 9000})
+    plan = cluster_plan({"supernet": "10.200.0.0/16", "nad_namespace": "gpu-workloads"}, dgx, CIDRS, {"mtu": 9000})
     rules = FilterModule().filters()["k8s_apply_rules"](plan["objects"]["rdma_networks"])
     assert rules == [
         {
@@ -175,9 +175,9 @@ def role_checks(dgx_cluster, mixed_cluster) -> Dict[str, List[Dict[str, str]]]:
     """Every check each role can make (every option on), over plans that use every kind."""
     # Mixed hardware: NicNodePolicies, one per node group.
     mixed_rails = [{"rail": 0}, {"rail": 1}] + [{"rail": r, "node_groups": ["h200-connectx-7-8r"]} for r in range(2, 8)]
-    plans = [plan_cluster({"supernet": "10.200.0.0/16", "rails": mixed_rails}, mixed_cluster, CIDRS, {"mtu": 9000})]
+    plans = [cluster_plan({"supernet": "10.200.0.0/16", "rails": mixed_rails}, mixed_cluster, CIDRS, {"mtu": 9000})]
     plans += [
-        plan_cluster(
+        cluster_plan(
             {"supernet": "10.200.0.0/16", "ipam": ipam, "nad_type": nad_type},
             dgx_cluster,
             CIDRS,
@@ -199,6 +199,8 @@ def role_checks(dgx_cluster, mixed_cluster) -> Dict[str, List[Dict[str, str]]]:
     ]:
         access = _role_vars(role, table)
         rules = access if isinstance(access, list) else [r for part in access.values() for r in part]
+        prune = yaml.safe_load((REPO / "roles" / role / "vars" / "main.yml").read_text()).get(f"__{role}_prune")
+        rules += _k8s_publish.prune_rules(prune or [])
         for plan in plans:
             rules += _k8s_access.apply_rules(plan["objects"].get(role, []))
         out[role] = _k8s_access.expand(rules)

@@ -66,7 +66,7 @@ def problems_of(case: Dict[str, Any], specs) -> List[str]:
     values, problems = check(specs, "cluster", variables_of(case))
     assert not problems, problems
     with pytest.raises(_plan_node.PlanError) as refused:
-        _plan_cluster.plan(values, records)
+        _plan_cluster.plan(values, records, stored_discovery=case.get("stored_discovery", True))
     return refused.value.problems
 
 
