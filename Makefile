@@ -25,7 +25,7 @@ TOOL_TARGETS :=
 
 COLLECTION_LINK := .collections/ansible_collections/gpufabric/rollout
 
-.PHONY: help venv tools lab-image lint unit sanity build-check controlplane-test molecule test test-fast lab site plan lab-down bench clean
+.PHONY: help venv tools lab-image lint unit sanity build-check controlplane-test lab-test molecule test test-fast lab site plan lab-down bench clean
 
 help:
 	@echo "make lab       run site.yml against the lab (two GPU-like nodes + a real Kubernetes control plane)"
@@ -79,7 +79,7 @@ controlplane-test: tools controlplane
 molecule: tools controlplane lab-image
 	lab/molecule/run.sh $(SCENARIO)
 
-test: lint unit sanity build-check ee-build controlplane-test molecule
+test: lint unit sanity build-check ee-build controlplane-test lab-test
 	@echo "make test: all checks passed"
 
 # The three run side by side (each is mostly one process); their lines interleave, whole.
@@ -96,6 +96,11 @@ site: tools
 
 plan: tools
 	lab/lab.sh plan
+
+# The main job end to end as a test: make lab, a second run that changes nothing, --check on the
+# converged lab that reports nothing to change; the lab is removed after (lab/check.sh).
+lab-test: tools controlplane lab-image
+	lab/check.sh
 
 lab-down:
 	lab/lab.sh down
