@@ -1,12 +1,15 @@
 # Copyright: (c) 2026, gpufabric.rollout contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters of the validate role: thin wrappers over module_utils/_perftest and _gdsio."""
+"""Filters of the validate role: thin wrappers over module_utils/_perftest, _gdsio and _readback."""
 
 from __future__ import annotations
 
-from ansible.errors import AnsibleFilterError
+import json
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _gates, _gdsio, _perftest
+from ansible.errors import AnsibleFilterError
+from ansible.module_utils.common.text.converters import to_native
+
+from ansible_collections.gpufabric.rollout.plugins.module_utils import _gates, _gdsio, _perftest, _readback
 
 
 def validate_rdma_plan(
@@ -60,6 +63,19 @@ def validate_gds_run(result, node):
     return run
 
 
+def _plain(value):
+    """Plain dicts and lists (Ansible's lazy containers and tagged strings dropped)."""
+    return json.loads(json.dumps(value, default=to_native))
+
+
+def validate_readback(node_plan, node, live):
+    """The read-back checks of one node: what it holds (``live``) against its plan (see _readback)."""
+    try:
+        return _readback.checks(str(node), _plain(node_plan or {}), _plain(live or {}))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise AnsibleFilterError(f"validate_readback: {exc}") from exc
+
+
 def validate_describe(check):
     return _gates.describe(check)
 
@@ -72,4 +88,5 @@ class FilterModule:
             "validate_runs": validate_runs,
             "validate_gds_run": validate_gds_run,
             "validate_describe": validate_describe,
+            "validate_readback": validate_readback,
         }
