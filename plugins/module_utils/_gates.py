@@ -208,7 +208,12 @@ def nccl_expected_gbs(topologies: Iterable[Dict[str, Any]], efficiency: float) -
 
 
 def nccl_checks(
-    name: str, result: Dict[str, Any], expected: Optional[float], g: Dict[str, float], source: str = ""
+    name: str,
+    result: Dict[str, Any],
+    expected: Optional[float],
+    g: Dict[str, float],
+    source: str = "",
+    nodes: Optional[List[str]] = None,
 ) -> List[Dict]:
     """Gate one nccl-tests run: bus bandwidth (best out-of-place figure at sizes >= nccl_min_bytes,
     else the largest size) and correctness (#wrong, out-of-bounds). ``source`` says where the
@@ -218,10 +223,11 @@ def nccl_checks(
     hosts = ",".join(result.get("hosts") or []) or "cluster"
     tail = f"; source: {source}" if source else ""
     detail = f"{result.get('ranks') or '?'} ranks on {hosts}, best at {best['bytes']} B{tail}"
+    node = ",".join(nodes) if nodes else hosts  # the inventory's names when the caller knows them
     checks = [
         _ratio_check(
             "nccl",
-            hosts,
+            node,
             name,
             "all-reduce bus bandwidth",
             best["out_of_place"]["busbw_gbps"],
@@ -238,7 +244,7 @@ def nccl_checks(
     checks.append(
         _check(
             "nccl",
-            hosts,
+            node,
             name,
             "all-reduce results correct",
             measured=wrong,

@@ -481,6 +481,22 @@ def validate_rules(values: Mapping[str, Any], problems: Problems) -> None:
         expected = item.get("expected_gbps")
         if expected is not None and not expected > 0:
             problems.append(f"validate_gds_filesystems[{index}].expected_gbps: {show(expected)} must be above 0")
+    low = size_bytes(problems, "validate_nccl_min_bytes", values.get("validate_nccl_min_bytes"))
+    high = size_bytes(problems, "validate_nccl_max_bytes", values.get("validate_nccl_max_bytes"))
+    if low is not None and high is not None and high < low:
+        problems.append(
+            f"validate_nccl_max_bytes: {show(values.get('validate_nccl_max_bytes'))} is below validate_nccl_min_bytes "
+            f"{show(values.get('validate_nccl_min_bytes'))}"
+        )
+    in_range(problems, "validate_nccl_iters", values.get("validate_nccl_iters"), 1, 10000)
+    in_range(problems, "validate_nccl_timeout", values.get("validate_nccl_timeout"), 60, 86400)
+    in_range(problems, "validate_nccl_ssh_port", values.get("validate_nccl_ssh_port"), 1024, 65535)
+    image = values.get("validate_nccl_image")
+    if not (isinstance(image, str) and image and not re.search(r"\s", image)):
+        problems.append(f"validate_nccl_image: {show(image)} is not an image reference (no spaces, not empty)")
+    binary = values.get("validate_nccl_binary")
+    if not (isinstance(binary, str) and binary.startswith("/")):
+        problems.append(f"validate_nccl_binary: {show(binary)} must be an absolute path in the image")
 
 
 NODE_RULES: Sequence[Rule] = (

@@ -282,7 +282,7 @@ def evaluate(params):
             checks.append(_unreadable("nccl", ",".join(run["nodes"]), run["name"], "all-reduce", exc))
             continue
         expected = _gates.nccl_expected_gbs([topo.get(n) or {} for n in run["nodes"]], g["nccl_efficiency"])
-        found = _gates.nccl_checks(run["name"], result, expected, g, source=run.get("source") or "")
+        found = _gates.nccl_checks(run["name"], result, expected, g, source=run.get("source") or "", nodes=run["nodes"])
         checks.extend(found)
         series["nccl"].append(
             {
