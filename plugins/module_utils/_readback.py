@@ -70,6 +70,12 @@ def _host(node: str, subject: str, name: str, found: Any, expected: Any, passed:
     )
 
 
+def read_failed(result: Mapping[str, Any]) -> bool:
+    """A module run that could not read: failed, or (registered with ``failed_when: false``, which
+    clears ``failed``) carrying the ``msg`` these read-only modules return only on failure."""
+    return bool(result.get("failed")) or bool(result.get("msg"))
+
+
 def show_qos(key: str, value: Any) -> str:
     """A QoS value as people read it (priorities enabled, DSCP -> priority pairs, ...)."""
     if value is None:
@@ -95,7 +101,7 @@ def qos_checks(node: str, plan: Mapping[str, Any], qos: Mapping[str, Any]) -> Li
     interfaces = list((plan.get("roce") or {}).get("interfaces") or [])
     if not interfaces:
         return []
-    if qos.get("failed"):
+    if read_failed(qos):
         return [
             _host(
                 node,
@@ -138,7 +144,7 @@ def netns_check(node: str, plan: Mapping[str, Any], netns: Mapping[str, Any]) ->
     want = (plan.get("validate") or {}).get("netns_mode")
     if not want:
         return []
-    if netns.get("failed"):
+    if read_failed(netns):
         return [_host(node, "rdma", "RDMA netns mode", "not read", want, False, str(netns.get("msg") or ""))]
     found = netns.get("runtime_before")
     return [_host(node, "rdma", "RDMA netns mode", str(found), want, found == want, "rdma system show")]
@@ -162,7 +168,7 @@ def acs_checks(node: str, plan: Mapping[str, Any], acs: Optional[Mapping[str, An
             )
         )
     if acs is not None and (plan.get("validate") or {}).get("acs_clear"):
-        if acs.get("failed"):
+        if read_failed(acs):
             out.append(_host(node, "PCIe", "ACS redirect cleared", "not read", "off", False, str(acs.get("msg"))))
             return out
         bridges = [b for b in acs.get("bridges") or [] if b.get("before") is not None]

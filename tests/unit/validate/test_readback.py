@@ -138,9 +138,15 @@ def test_qos_read_back_passes_once_applied_and_names_each_drift(lab_node):
 
 
 def test_qos_that_cannot_be_read_is_a_failing_check(plan):
-    checks = _readback.qos_checks(NODE, plan, {"failed": True, "msg": "neither mlnx_qos nor dcb is installed"})
+    # As registered with failed_when: false (which clears "failed"): the module's msg tells.
+    result = {"failed": False, "failed_when_result": False, "msg": "neither mlnx_qos nor dcb is installed"}
+    checks = _readback.qos_checks(NODE, plan, dict(result, interfaces=[]))
     assert [(c["subject"], c["passed"]) for c in checks] == [("QoS", False)]
     assert "neither mlnx_qos nor dcb" in checks[0]["detail"]
+    netns = _readback.netns_check(NODE, plan, dict(result, msg="rdma: command not found", runtime_before=None))
+    assert [(c["measured"], c["passed"], c["detail"]) for c in netns] == [
+        ("not read", False, "rdma: command not found")
+    ]
 
 
 def test_netns_mode(plan):
