@@ -249,7 +249,7 @@ def test_cufile_json_as_the_role_edits_it_passes_and_drift_is_named(plan):
         ("properties.force_compat_mode", "absent"),
         ("properties.rdma_dev_addr_list", "[]"),
     ]
-    other, _ = _cufile.apply_settings(edited, {"properties": {"rdma_dev_addr_list": ["10.9.9.9"]}})
+    other = _cufile.apply_settings(edited, {"properties": {"rdma_dev_addr_list": ["10.9.9.9"]}})[0]
     bad = failed(_readback.cufile_checks(NODE, plan, other))
     assert [(c["name"], c["measured"]) for c in bad] == [("properties.rdma_dev_addr_list", '["10.9.9.9"]')]
     assert "10.0.1.1" in bad[0]["expected"]
