@@ -432,6 +432,77 @@ def gpu_operator_rules(values: Mapping[str, Any], problems: Problems) -> None:
     dns_label(problems, "gpu_operator_namespace", values.get("gpu_operator_namespace"))
 
 
+VALIDATE_FRACTIONS = (
+    "validate_rdma_fraction",
+    "validate_nccl_efficiency",
+    "validate_nccl_fraction",
+    "validate_gds_fraction",
+    "validate_pcie_fraction",
+    "validate_hbm_fraction",
+    "validate_nvlink_fraction",
+)
+SIZE_RE = re.compile(r"^([0-9]{1,12})([KMG]?)$")
+MAX_RAILS = 64
+
+
+def size_bytes(problems: Problems, path: str, value: Any) -> Optional[int]:
+    """A size like 1M or 8G (K, M, G: powers of 1024, as nccl-tests and gdsio read them)."""
+    match = SIZE_RE.match(str(value)) if value is not None else None
+    if not match or int(match.group(1)) == 0:
+        problems.append(
+            f"{path}: {show(value)} is not a size like 512K, 1M or 8G (a positive number, optional K, M, G)"
+        )
+        return None
+    return int(match.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30}[match.group(2)]
+
+
+def validate_rules(values: Mapping[str, Any], problems: Problems) -> None:
+    if "validate_rdma_fraction" not in values:
+        return
+    for name in VALIDATE_FRACTIONS:
+        value = values.get(name)
+        if value is not None and not 0 < value <= 1.5:
+            problems.append(f"{name}: {show(value)} is out of range; allowed: above 0 and at most 1.5")
+    in_range(problems, "validate_rdma_size", values.get("validate_rdma_size"), 1, 1 << 31)
+    in_range(problems, "validate_rdma_duration", values.get("validate_rdma_duration"), 1, 3600)
+    in_range(problems, "validate_rdma_timeout", values.get("validate_rdma_timeout"), 1, 86400)
+    # Rail r uses base + 2r and base + 2r + 1 (GPU memory): every rail's ports must be valid.
+    in_range(problems, "validate_rdma_base_port", values.get("validate_rdma_base_port"), 1024, 65535 - 2 * MAX_RAILS)
+    in_range(problems, "validate_gds_gpu", values.get("validate_gds_gpu"), 0, 63)
+    in_range(problems, "validate_gds_threads", values.get("validate_gds_threads"), 1, 1024)
+    in_range(problems, "validate_gds_duration", values.get("validate_gds_duration"), 1, 3600)
+    for name in ("validate_gds_file_size", "validate_gds_io_size"):
+        size_bytes(problems, name, values.get(name))
+    subdir = values.get("validate_gds_subdir")
+    if not (isinstance(subdir, str) and subdir not in ("", ".", "..") and "/" not in subdir):
+        problems.append(f"validate_gds_subdir: {show(subdir)} must be one directory name (no '/', not '.' or '..')")
+    for index, item in enumerate(values.get("validate_gds_filesystems") or []):
+        if not isinstance(item, Mapping):
+            continue
+        path = item.get("path")
+        if path is not None and not str(path).startswith("/"):
+            problems.append(f"validate_gds_filesystems[{index}].path: {show(path)} is not an absolute path")
+        expected = item.get("expected_gbps")
+        if expected is not None and not expected > 0:
+            problems.append(f"validate_gds_filesystems[{index}].expected_gbps: {show(expected)} must be above 0")
+    low = size_bytes(problems, "validate_nccl_min_bytes", values.get("validate_nccl_min_bytes"))
+    high = size_bytes(problems, "validate_nccl_max_bytes", values.get("validate_nccl_max_bytes"))
+    if low is not None and high is not None and high < low:
+        problems.append(
+            f"validate_nccl_max_bytes: {show(values.get('validate_nccl_max_bytes'))} is below validate_nccl_min_bytes "
+            f"{show(values.get('validate_nccl_min_bytes'))}"
+        )
+    in_range(problems, "validate_nccl_iters", values.get("validate_nccl_iters"), 1, 10000)
+    in_range(problems, "validate_nccl_timeout", values.get("validate_nccl_timeout"), 60, 86400)
+    in_range(problems, "validate_nccl_ssh_port", values.get("validate_nccl_ssh_port"), 1024, 65535)
+    image = values.get("validate_nccl_image")
+    if not (isinstance(image, str) and image and not re.search(r"\s", image)):
+        problems.append(f"validate_nccl_image: {show(image)} is not an image reference (no spaces, not empty)")
+    binary = values.get("validate_nccl_binary")
+    if not (isinstance(binary, str) and binary.startswith("/")):
+        problems.append(f"validate_nccl_binary: {show(binary)} must be an absolute path in the image")
+
+
 NODE_RULES: Sequence[Rule] = (
     fabric_rules,
     node_scalar_rules,
@@ -441,6 +512,7 @@ NODE_RULES: Sequence[Rule] = (
     nccl_config_rules,
     topology_rules,
     gpu_driver_rules,
+    validate_rules,
 )
 CLUSTER_RULES: Sequence[Rule] = (rails_rules, k8s_rules, chart_rules, gpu_operator_rules)
 

@@ -18,8 +18,16 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils._cluster_objects
 VERBS = ("get", "list", "watch", "create", "update", "patch", "delete", "deletecollection", "bind", "escalate")
 
 
-# Resource names of the built-in kinds the roles write (custom kinds: _cluster_objects.CRD_NAMES).
-BUILTIN_RESOURCES = {"ConfigMap": "configmaps", "Namespace": "namespaces", "Node": "nodes", "Secret": "secrets"}
+# Resource names of the built-in kinds the roles write, by API group and kind (custom kinds:
+# _cluster_objects.CRD_NAMES).
+BUILTIN_RESOURCES = {
+    ("", "ConfigMap"): "configmaps",
+    ("", "Namespace"): "namespaces",
+    ("", "Node"): "nodes",
+    ("", "Secret"): "secrets",
+    ("", "Service"): "services",
+    ("batch", "Job"): "jobs",
+}
 # What applying an object costs, as kubernetes.core.k8s does it with server-side apply: a read
 # first, then an apply patch, which creates the object when it is missing (the API server
 # authorises that as a create).
@@ -70,8 +78,8 @@ def apply_rules(objects: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
         group = obj.get("apiVersion", "").rpartition("/")[0]
         if kind in CRD_NAMES:
             resource = CRD_NAMES[kind].split(".", 1)[0]
-        elif kind in BUILTIN_RESOURCES and group == "":
-            resource = BUILTIN_RESOURCES[kind]
+        elif (group, kind) in BUILTIN_RESOURCES:
+            resource = BUILTIN_RESOURCES[(group, kind)]
         else:
             raise AccessRuleError(f"no resource name known for {obj.get('apiVersion')} {kind}")
         namespace = (obj.get("metadata") or {}).get("namespace") or ""

@@ -21,6 +21,7 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils import (
     _gpudirect,
     _nccl,
     _plan_gpu_driver,
+    _plan_validate,
     _qos_plan,
 )
 from ansible_collections.gpufabric.rollout.plugins.module_utils._intent import IntentError, show
@@ -392,6 +393,7 @@ def plan_node(values: Mapping[str, Any], facts: Mapping[str, Any]) -> Dict[str, 
         gds["nvidia_fs_loaded_by"] = _plan_gpu_driver.loaded_by(driver, gds["mode"] == "nvidia_fs")
     if plan["nccl_version"] is not None:
         plan["nccl"] = nccl_section(values, fabric, topology, problems)
+    plan["validate"] = _plan_validate.validate_section(values, plan)
     if problems:
         raise PlanError(problems)
     return plan

@@ -14,7 +14,7 @@ import yaml
 from intent_support import cluster_plan
 
 from ansible_collections.gpufabric.rollout.plugins.filter.cluster_plan import FilterModule
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _k8s_access, _k8s_publish
+from ansible_collections.gpufabric.rollout.plugins.module_utils import _k8s_access, _k8s_publish, _validate_jobs
 
 REPO = Path(__file__).resolve().parents[3]
 RBAC = REPO / "docs" / "rbac" / "gpufabric-rollout.yaml"
@@ -170,6 +170,20 @@ def _role_vars(role: str, table: str) -> Any:
     return render(raw)
 
 
+def _validate_checks(plan: Dict[str, Any]) -> List[Dict[str, str]]:
+    """validate's NCCL Jobs, as its access check asks: applying the Job set of the plan's node group,
+    and its own table (cleanup, logs) in the Jobs' namespace."""
+    nodes = {n: n for g in plan["node_groups"] for n in g["nodes"]}
+    options = {"image": "i", "binary": "/b", "min_bytes": "1M", "max_bytes": "8G", "iters": 20, "timeout": 900}
+    options.update(ssh_port=2222, keep_jobs=False)
+    jobs = _validate_jobs.job_set(plan, nodes, options)["jobs"]
+    assert jobs, "the DGX plan gives a Job"
+    objects = [o for job in jobs for o in job["objects"]] + [_validate_jobs.secret(j, "", "") for j in jobs]
+    access = _role_vars("validate", "__validate_access")
+    namespaced = [dict(rule, namespace=jobs[0]["namespace"]) for part in access.values() for rule in part]
+    return _k8s_access.expand(_k8s_access.apply_rules(objects) + namespaced)
+
+
 @pytest.fixture(scope="module")
 def role_checks(dgx_cluster, mixed_cluster) -> Dict[str, List[Dict[str, str]]]:
     """Every check each role can make (every option on), over plans that use every kind."""
@@ -190,6 +204,7 @@ def role_checks(dgx_cluster, mixed_cluster) -> Dict[str, List[Dict[str, str]]]:
         ]
     ]
     out: Dict[str, List[Dict[str, Any]]] = {}
+    out["validate"] = _validate_checks(plans[1])
     for role, table in [
         ("network_operator", "__network_operator_access"),
         ("rdma_networks", "__rdma_networks_access"),
@@ -212,7 +227,9 @@ def shipped() -> Rbac:
     return Rbac(yaml.safe_load(RBAC.read_text())["items"])
 
 
-@pytest.mark.parametrize("role", ["network_operator", "rdma_networks", "sriov_networks", "doca_ofed", "gpu_operator"])
+@pytest.mark.parametrize(
+    "role", ["network_operator", "rdma_networks", "sriov_networks", "doca_ofed", "gpu_operator", "validate"]
+)
 def test_the_shipped_rbac_grants_what_each_role_checks(role, role_checks, shipped):
     denied = [_k8s_access.describe(c) for c in role_checks[role] if not shipped.allows(c)]
     assert denied == []

@@ -24,7 +24,7 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils import _doca, _i
 HERE = Path(__file__).resolve().parent
 UNIT = HERE.parent
 REPO = UNIT.parents[1]
-NODE_ROLES = ["topology", "doca_ofed", "roce", "gpudirect_rdma", "gpudirect_storage", "nccl_config"]
+NODE_ROLES = ["topology", "doca_ofed", "roce", "gpudirect_rdma", "gpudirect_storage", "nccl_config", "validate"]
 CLUSTER_ROLES = ["network_operator", "gpu_operator", "rdma_networks", "sriov_networks"]
 
 
