@@ -18,11 +18,16 @@ import tempfile
 import time
 from typing import Any, Dict, List, Mapping, Optional
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _cluster_plan, _qos
+from ansible_collections.gpufabric.rollout.plugins.module_utils import (
+    _cluster_plan,
+    _plan_storage,
+    _plan_storage_csi,
+    _qos,
+)
 from ansible_collections.gpufabric.rollout.plugins.module_utils._plan_node import PlanError
 
 SCHEMA_VERSION = 1
-RECORD_VERSION = 1
+RECORD_VERSION = 2  # 2: storage (the node's filesystems)
 _NIC_KEYS = (
     "bdf",
     "vendor_id",
@@ -71,6 +76,7 @@ def node_record(node_plan: Mapping[str, Any], topology: Mapping[str, Any]) -> Di
         "summary": node_summary(node_plan, topology),
         "gpu": gpu_record(node_plan, topology),
         "topology": compact_topology(topology),
+        "storage": _plan_storage.record(node_plan.get("storage_client")),
     }
 
 
@@ -231,6 +237,10 @@ def plan(values: Mapping[str, Any], records: Mapping[str, Optional[Mapping[str, 
         )
     except _cluster_plan.ClusterPlanError as exc:
         raise PlanError([str(exc)]) from None
+    try:
+        storage = _plan_storage_csi.plan(values, nodes)
+    except _plan_storage_csi.StorageCsiError as exc:
+        raise PlanError(exc.problems) from None
     result = {
         "schema_version": SCHEMA_VERSION,
         "fabric": fabric,
@@ -247,6 +257,7 @@ def plan(values: Mapping[str, Any], records: Mapping[str, Optional[Mapping[str, 
         },
         "network": network,
         "network_operator": {"chart_values": network_operator_values(values, rails)},
+        "storage": storage,
     }
     result["summary"] = summary_text(result)
     return result
@@ -303,6 +314,7 @@ def summary_text(result: Mapping[str, Any]) -> str:
     lines.append(_cluster_plan.report_text(result["network"]).rstrip("\n"))
     counts = ", ".join(f"{part} {len(objs)}" for part, objs in result["network"]["objects"].items())
     lines.append(f"objects: {counts}")
+    lines.extend(_plan_storage_csi.summary_lines(result.get("storage")))
     return "\n".join(lines) + "\n"
 
 

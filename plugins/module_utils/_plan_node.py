@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _doca, _gpudirect, _nccl, _qos
+from ansible_collections.gpufabric.rollout.plugins.module_utils import _doca, _gpudirect, _nccl, _plan_storage, _qos
 from ansible_collections.gpufabric.rollout.plugins.module_utils._intent import IntentError, show
 from ansible_collections.gpufabric.rollout.plugins.module_utils._intent_rules import tos_for, version
 
@@ -209,6 +209,7 @@ def gds_section(
     gpudirect: Mapping[str, Any],
     topology: Mapping[str, Any],
     problems: List[str],
+    storage: Optional[Mapping[str, Any]] = None,
 ) -> Optional[Dict[str, Any]]:
     if not values.get("gpufabric_gds_enabled"):
         return None
@@ -238,7 +239,10 @@ def gds_section(
     roles = list(values.get("gpudirect_storage_rdma_nic_roles") or [])
     explicit = list(values.get("gpudirect_storage_rdma_dev_addr_list") or [])
     addrs: List[str] = explicit
-    if not explicit:
+    if not explicit and (storage or {}).get("cufile_addresses"):
+        # gpufabric_storage names the NICs that carry the GDS filesystems; they are cuFile's client addresses.
+        addrs = list(storage["cufile_addresses"])
+    elif not explicit:
         addrs = []
         for nic in topology.get("nics") or []:
             if nic.get("role") not in roles:
@@ -259,6 +263,13 @@ def gds_section(
                 )
             section["rdma_dev_addr_list"] = list(addrs)
         sections[name] = section
+    for name, planned in ((storage or {}).get("cufile") or {}).items():
+        for key in sorted(set(planned) & set(sections.get(name) or {})):
+            problems.append(
+                f"gpudirect_storage_filesystems.{name}.{key}: is planned from gpufabric_storage (the NICs that serve "
+                f"each {name} filesystem); remove it here"
+            )
+        sections[name] = {**(sections.get(name) or {}), **planned}
     return {
         "mode": mode,
         "iommu_on": iommu_on,
@@ -371,8 +382,14 @@ def plan_node(values: Mapping[str, Any], facts: Mapping[str, Any]) -> Dict[str, 
     plan["gpudirect_rdma"] = gpudirect_section(
         values, facts.get("gpudirect") or {}, mofed_planned(values, doca), problems
     )
+    plan["storage_client"] = _plan_storage.storage_section(values, topology, fabric, plan["doca_ofed"], doca, problems)
     plan["gpudirect_storage"] = gds_section(
-        values, plan["gpudirect_rdma"]["decision"], facts.get("gpudirect") or {}, topology, problems
+        values,
+        plan["gpudirect_rdma"]["decision"],
+        facts.get("gpudirect") or {},
+        topology,
+        problems,
+        plan["storage_client"],
     )
     if plan["nccl_version"] is not None:
         plan["nccl"] = nccl_section(values, fabric, topology, problems)

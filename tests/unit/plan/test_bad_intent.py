@@ -53,8 +53,7 @@ def problems_of(case: Dict[str, Any], specs) -> List[str]:
     records: Dict[str, Any] = {}
     for index, name in ((1, "gpu-node-01"), (2, "gpu-node-02")):
         extra = {"gpufabric_k8s_node_name": name}
-        if index == 2:
-            extra.update(case.get("node2") or {})
+        extra.update(case.get(f"node{index}") or {})
         variables = merged(lab_intent(), extra)
         plan = node_plan(specs, variables, node_facts(index))
         records[name] = _plan_cluster.node_record(plan, node_facts(index)["topology"])
