@@ -272,3 +272,48 @@ def check(section: Mapping[str, Any], observed: Mapping[str, Any]) -> Dict[str, 
     ]
     result["ok"] = not result["problems"]
     return result
+
+
+# --------------------------------------------------------------------------------------------- what to do
+def lnet_missing(section: Mapping[str, Any], observed: Mapping[str, Any]) -> List[Dict[str, str]]:
+    """The planned LNet NIs that are not up: [{net, interface, nid}] (each is one ``lnetctl net add``)."""
+    up = {ni["nid"] for ni in observed.get("lnet") or [] if ni.get("status") == "up"}
+    out = []
+    for net in (section.get("lnet") or {}).get("networks") or []:
+        by_netdev = {n["netdev"]: n for fs in section.get("filesystems") or [] for n in fs.get("nics") or []}
+        for interface in net["interfaces"]:
+            nid = f"{(by_netdev.get(interface) or {}).get('ipv4')}@{net['net']}"
+            if nid not in up:
+                out.append({"net": net["net"], "interface": interface, "nid": nid})
+    return out
+
+
+def nvme_missing(section: Mapping[str, Any], observed: Mapping[str, Any]) -> List[str]:
+    """Names of the NVMe-oF filesystems with a planned path that is not connected and live."""
+    out = []
+    for fs in section.get("filesystems") or []:
+        if fs["backend"] == "nvmeof":
+            problems: List[str] = []
+            _check_nvmeof(fs, {**observed, "modules": {}}, problems)
+            if [p for p in problems if not p.startswith("nvme_core")]:
+                out.append(fs["name"])
+    return out
+
+
+def gpfs_unmounted(section: Mapping[str, Any], observed: Mapping[str, Any]) -> List[str]:
+    """The Storage Scale devices planned on this node that are not mounted."""
+    mounted = {m["source"] for m in observed.get("mounts") or [] if m["fstype"] == "gpfs"}
+    return [d for d in ((section.get("gpfs") or {}).get("devices") or []) if d not in mounted]
+
+
+def gpfs_changes(section: Mapping[str, Any], config: Mapping[str, str]) -> Dict[str, str]:
+    """mmchconfig settings that differ from the node's configuration (autoload yes: the daemon starts at boot)."""
+    plan = section.get("gpfs") or {}
+    wanted = {
+        "verbsRdma": plan.get("verbs_rdma"),
+        "verbsRdmaCm": plan.get("verbs_rdma_cm"),
+        "verbsPorts": plan.get("verbs_ports"),
+        "verbsGPUDirectStorage": plan.get("verbs_gpudirect_storage"),
+        "autoload": "yes",
+    }
+    return {k: v for k, v in wanted.items() if v and (config or {}).get(k) != v}
