@@ -85,7 +85,7 @@ def mirrored(image: str, registry: str) -> str:
     """``image`` pulled from ``registry`` instead: its registry host is replaced (Docker Hub names get one)."""
     if not registry:
         return image
-    first, _, rest = image.partition("/")
+    first, _sep, rest = image.partition("/")
     if rest and ("." in first or ":" in first or first == "localhost"):
         return f"{registry.rstrip('/')}/{rest}"
     return f"{registry.rstrip('/')}/{image}"

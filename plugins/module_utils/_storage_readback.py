@@ -31,7 +31,7 @@ def _unescape(text: str) -> str:
 def options_of(text: str) -> Dict[str, str]:
     out: Dict[str, str] = {}
     for opt in text.split(","):
-        key, _, value = opt.partition("=")
+        key, _sep, value = opt.partition("=")
         if key:
             out[key] = value
     return out
@@ -85,7 +85,8 @@ def parse_lnet_show(text: str) -> List[Dict[str, Any]]:
 
 
 def parse_nvme_address(text: str) -> Dict[str, str]:
-    return {k: v for k, _, v in (part.partition("=") for part in text.strip().split(",")) if k}
+    pairs = (part.partition("=") for part in text.strip().split(","))
+    return {key: value for key, _sep, value in pairs if key}
 
 
 def parse_mmlsconfig(text: str, node: str) -> Dict[str, str]:

@@ -13,9 +13,9 @@ description:
     C(/sys/module), C(/sys/class/nvme)), and with the clients' tools otherwise (C(lnetctl net show), the Storage
     Scale C(mmlsconfig) and C(mmgetstate)), only for the backends the plan has.
   - Compares it with the node's storage plan (C(gpufabric_node_plan.storage_client)) and names, per filesystem,
-    every difference: not mounted, mounted without RDMA (C(proto=rdma)), LNet NIs missing on C(o2ib), NVMe-oF
-    controllers not on C(rdma) or not live, Scale verbs settings, and (with O(gdscheck)) GDS not supported for a
-    filesystem planned with GDS.
+    every difference, such as a filesystem not mounted, mounted without RDMA (C(proto=rdma)), LNet NIs missing on
+    C(o2ib), NVMe-oF controllers not on C(rdma) or not live, Scale verbs settings, and (with O(gdscheck)) GDS not
+    supported for a filesystem planned with GDS.
   - Changes nothing.
 author:
   - gpufabric.rollout contributors (@gpufabric)

@@ -218,7 +218,7 @@ def test_a_restart_loses_everything_and_the_readback_names_each_filesystem(lab, 
     # power-on state of the hardware tree, as the lab's hardware unit lays it down at boot
     shutil.rmtree(lab / "sysroot")
     shutil.copytree(pristine, lab / "sysroot", symlinks=True)
-    result, _ = readback(lab, plan)
+    result, _observed = readback(lab, plan)
     assert not result["ok"]
     text = "\n".join(result["problems"])
     assert "filesystem 'datasets' (nfs): /mnt/datasets is not mounted" in text
@@ -238,7 +238,7 @@ def test_rdma_that_is_not_rdma_is_named(lab, plan):
     # the NFS export mounted over TCP instead (a hand-made fstab line, say)
     mounts = lab / "sysroot/proc/mounts"
     mounts.write_text(mounts.read_text().replace("proto=rdma", "proto=tcp"))
-    result, _ = readback(lab, plan)
+    result, _observed = readback(lab, plan)
     text = "\n".join(result["problems"])
     assert "filesystem 'datasets' (nfs): /mnt/datasets has proto=tcp, planned proto=rdma" in text
     assert "filesystem 'blocks' (nvmeof): nvme_core multipath is N, planned Y" in text
@@ -248,7 +248,7 @@ def test_gds_not_supported_is_named_per_filesystem(lab, plan):
     install(lab, doca_storage=False)
     carry_out(lab, plan["storage_client"])
     gds = gdscheck(lab, plan)
-    result, _ = readback(lab, plan, gds)
+    result, _observed = readback(lab, plan, gds)
     text = "\n".join(result["problems"])
     # without DOCA-OFED's NFS-RDMA and NVMe-oF builds the inbox modules carry the data, and gdscheck says so
     assert "filesystem 'datasets' (nfs): GDS is planned but gdscheck -p reports NFS : Unsupported" in text
