@@ -1,6 +1,7 @@
 # gpufabric.rollout — one command to run the main job on the lab, one to test everything.
 #   make lab        build what is missing, start the lab, run site.yml, print the report
-#   make test       lint, unit tests, ansible-test sanity, build check, every molecule scenario
+#   make test       lint, unit tests, ansible-test sanity, build check, EE build, control-plane
+#                   tests, every molecule scenario
 #   make bench      benchmarks (print figures, never fail on timing)
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -23,14 +24,18 @@ TOOL_TARGETS :=
 
 COLLECTION_LINK := .collections/ansible_collections/gpufabric/rollout
 
-.PHONY: help venv tools lab-image lint unit sanity build-check molecule test lab lab-down bench clean
+.PHONY: help venv tools lab-image lint unit sanity build-check controlplane-test molecule test lab site plan lab-down bench clean
 
 help:
-	@echo "make lab       run site.yml against the lab (two GPU-like nodes + the API test double)"
+	@echo "make lab       run site.yml against the lab (two GPU-like nodes + a real Kubernetes control plane)"
+	@echo "make site      run site.yml again on the running lab (LAB_PLAYBOOK_ARGS=\"--check --diff\")"
+	@echo "make plan      the dry run: check everything, print and write the plan, change nothing"
 	@echo "make lab-down  remove the lab"
-	@echo "make test      lint, unit, sanity, build check and every molecule scenario"
+	@echo "make test      lint, unit, sanity, build check, EE build, control plane tests, every molecule scenario"
+	@echo "make ee       build the AWX execution environment image (execution-environment.yml)"
 	@echo "make bench     benchmarks"
-	@echo "make venv | tools | lab-image | lint | unit | sanity | build-check | molecule [SCENARIO=name]"
+	@echo "make venv | tools | controlplane | lab-image | lint | unit | sanity | build-check | ee-build"
+	@echo "     | controlplane-test | molecule [SCENARIO=name]"
 
 venv: $(VENV)/.stamp $(COLLECTION_LINK)
 
@@ -65,20 +70,32 @@ sanity: venv
 build-check: venv
 	tests/build/check.sh
 
-molecule: tools lab-image
+# Tests against a private lab cluster (tests/controlplane; needs the binaries). Not
+# tests/integration: that is where ansible-test looks for its integration targets.
+controlplane-test: tools controlplane
+	pytest tests/controlplane
+
+molecule: tools controlplane lab-image
 	lab/molecule/run.sh $(SCENARIO)
 
-test: lint unit sanity build-check molecule
+test: lint unit sanity build-check ee-build controlplane-test molecule
 	@echo "make test: all checks passed"
 
-lab: tools lab-image
+lab: tools controlplane lab-image
 	lab/lab.sh up
+
+# Rerun against the running lab (after `make lab`), with LAB_PLAYBOOK_ARGS, e.g. "--check --diff".
+site: tools
+	lab/lab.sh site
+
+plan: tools
+	lab/lab.sh plan
 
 lab-down:
 	lab/lab.sh down
 
-bench: tools
+bench: tools controlplane
 	@set -e; for b in benchmarks/bench_*.py; do [[ -e "$$b" ]] || continue; echo "== $$b"; python "$$b"; done
 
 clean: lab-down
-	rm -rf dist tests/output .lab
+	rm -rf dist context tests/output .lab

@@ -7,8 +7,21 @@ REPO_ROOT="$(cd "${LAB_ROOT}/.." && pwd)"
 LAB_STATE="${REPO_ROOT}/.lab"
 LAB_IMAGE_NAME="localhost/gpufabric-lab"
 LAB_LABEL="io.gpufabric.lab=1"
+# Built artefacts that outlive a checkout (control-plane binaries, Helm, ...), shared by every
+# checkout and CI run on this machine; GPUFABRIC_CACHE_DIR moves it.
+LAB_CACHE="${GPUFABRIC_CACHE_DIR:-${XDG_CACHE_HOME:-${HOME}/.cache}/gpufabric-rollout}"
 
 log() { printf '[lab] %s\n' "$*" >&2; }
+
+# The project's Python (make venv), else python3: the lab's cluster scripts need kubernetes,
+# cryptography and PyYAML, which the project's virtualenv has.
+lab_python() {
+    if [[ -x "${REPO_ROOT}/.venv/bin/python" ]]; then
+        printf '%s\n' "${REPO_ROOT}/.venv/bin/python"
+    else
+        command -v python3 || die "no python3 found (run 'make venv')"
+    fi
+}
 die() { printf '[lab] ERROR: %s\n' "$*" >&2; exit 1; }
 
 # The image tag is a hash of its recipe: the build script and the package list.

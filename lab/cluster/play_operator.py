@@ -1,81 +1,379 @@
-"""Play the NVIDIA Network Operator against the lab API double: set status.state of every
-NicClusterPolicy and NicNodePolicy to the state named in a mode file (ready | notReady).
+"""The lab's one stand-in: it plays the operators' reconcilers, which cannot run here (no images,
+no kubelet). Everything else in the lab cluster is the real thing.
 
-Usage: play_operator.py KUBECONFIG MODE_FILE [--once]
-Polls every 0.5 s; patches /status only when the state differs (so a no-op keeps resourceVersion).
-Stdlib only (the double speaks plain HTTP with a dummy token).
+    play_operator.py --kubeconfig KUBECONFIG --mode-file FILE [--once]
+
+It watches the operators' custom resources (table OPERANDS: one entry per kind) and Nodes, and
+on every change:
+
+- writes each custom resource's status as its operator would once its Pods run: status.state
+  is the state named in the mode file (`ready`, or `notReady` to play an operator that does not
+  get there; molecule/cluster_networking's side effect uses it), with one appliedStates entry per
+  component the spec enables;
+- advertises on each Node the extended resources the operands' device plugins would report
+  there: for the RDMA shared device plugin of a NicClusterPolicy or NicNodePolicy, one resource
+  `<resourcePrefix>/<resourceName>` of count rdmaHcaMax per configList entry whose selectors
+  (vendors, deviceIDs, drivers, ifNames, linkTypes) match at least one RDMA NIC of the node, on
+  the nodes the policy selects (NicClusterPolicy: nodeAffinity, NicNodePolicy: nodeSelector).
+  A node's NICs are those lab/cluster/nodes.py found in its hardware snapshot (annotation
+  lab.gpufabric.io/rdma-nics). The resources are written to status.capacity and
+  status.allocatable with server-side apply under this stand-in's own field manager, so what it
+  stops advertising is removed and what others wrote (kwok, nodes.py) is left alone.
+
+The GPU Operator's ClusterPolicy and NVIDIADrivers get the status the GPU Operator writes: state,
+and Ready/Error conditions; not ready names the operand states the spec enables.
+
+Runs with its own least-privilege identity (lab/controlplane/rbac.yaml). Adding an operator is one
+more OPERANDS entry.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import sys
+import threading
 import time
-import urllib.error
-import urllib.request
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional
 
-import yaml
+from kubernetes import client, config, watch
+from kubernetes.client.exceptions import ApiException
 
-KINDS = ("nicclusterpolicies", "nicnodepolicies")
-BASE = "/apis/mellanox.com/v1alpha1/"
-
-
-def _server(kubeconfig: str):
-    with open(kubeconfig, encoding="utf-8") as fh:
-        cfg = yaml.safe_load(fh)
-    return cfg["clusters"][0]["cluster"]["server"], cfg["users"][0]["user"].get("token", "")
-
-
-def _call(server, token, method, path, body=None, ctype="application/json"):
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(
-        server + path, data=data, method=method, headers={"Authorization": "Bearer " + token, "Content-Type": ctype}
-    )
-    with urllib.request.urlopen(req, timeout=5) as resp:
-        return json.loads(resp.read() or b"{}")
+FIELD_MANAGER = "gpufabric-lab-operator-standin"
+NICS_ANNOTATION = "lab.gpufabric.io/rdma-nics"
+SELECTOR_KEYS = {
+    "vendors": "vendor",
+    "deviceIDs": "deviceID",
+    "drivers": "driver",
+    "ifNames": "ifName",
+    "linkTypes": "linkType",
+}
 
 
-def sync(server: str, token: str, state: str) -> int:
-    changed = 0
-    for plural in KINDS:
+# ------------------------------------------------------------------------------- operand table
+def _components_status(obj: Dict[str, Any], state: str) -> Dict[str, Any]:
+    """status of a Network Operator policy: one applied state per component its spec enables."""
+    spec = obj.get("spec") or {}
+    applied = [{"name": "state-" + key, "state": state} for key in sorted(spec) if isinstance(spec[key], dict)]
+    return {
+        "state": state,
+        "reason": "" if state == "ready" else "lab: operator held not ready",
+        "appliedStates": applied,
+    }
+
+
+# ClusterPolicy operand states in the GPU Operator's order (NVIDIA/gpu-operator controllers/
+# state_manager.go) and the spec section that enables each; "not ready" names the enabled ones.
+GPU_STATES = (
+    ("state-driver", "driver"),
+    ("state-container-toolkit", "toolkit"),
+    ("state-operator-validation", None),
+    ("state-device-plugin", "devicePlugin"),
+    ("state-dcgm-exporter", "dcgmExporter"),
+    ("gpu-feature-discovery", "gfd"),
+    ("state-mig-manager", "migManager"),
+)
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def cluster_policy_status(obj: Dict[str, Any], state: str) -> Dict[str, Any]:
+    """As the GPU Operator writes it (internal/conditions/clusterpolicy.go): Ready and Error
+    conditions; not ready names the operand states, "ClusterPolicy is not ready; states not ready: [...]"."""
+    spec = obj.get("spec") or {}
+    if state == "ready":
+        ready = {"type": "Ready", "status": "True", "reason": "Reconciled", "message": "ClusterPolicy is ready"}
+        error = {"type": "Error", "status": "False", "reason": "Ready", "message": ""}
+    else:
+        names = [n for n, key in GPU_STATES if key is None or (spec.get(key) or {}).get("enabled", True)]
+        ready = {"type": "Ready", "status": "False", "reason": "Error", "message": ""}
+        error = {
+            "type": "Error",
+            "status": "True",
+            "reason": "OperandNotReady",
+            "message": "ClusterPolicy is not ready; states not ready: [{}]".format(" ".join(names)),
+        }
+    for cond in (ready, error):
+        cond["lastTransitionTime"] = _now()
+    return {"state": state, "namespace": "gpu-operator", "conditions": [ready, error]}
+
+
+def nvidia_driver_status(obj: Dict[str, Any], state: str) -> Dict[str, Any]:
+    ready = state == "ready"
+    condition = {
+        "type": "Ready",
+        "status": "True" if ready else "False",
+        "reason": "Reconciled" if ready else "DriverNotReady",
+        "message": "" if ready else "lab: driver pods held not ready",
+        "lastTransitionTime": _now(),
+    }
+    return {"state": state, "conditions": [condition]}
+
+
+def _comparable(status: Dict[str, Any]) -> Dict[str, Any]:
+    """A status without the conditions' transition times, so that an unchanged state is not
+    written again (a no-op keeps the object's resourceVersion)."""
+    out = dict(status)
+    if isinstance(out.get("conditions"), list):
+        out["conditions"] = [
+            {k: v for k, v in c.items() if k != "lastTransitionTime"} for c in out["conditions"] if isinstance(c, dict)
+        ]
+    return out
+
+
+def _rdma_shared_device_plugin(obj: Dict[str, Any]) -> List[Dict[str, Any]]:
+    plugin = (obj.get("spec") or {}).get("rdmaSharedDevicePlugin") or {}
+    raw = plugin.get("config")
+    if not raw:
+        return []
+    try:
+        cfg = json.loads(raw)
+    except ValueError:
+        return []  # the real plugin would crash-loop; nothing is advertised
+    return [c for c in cfg.get("configList") or [] if isinstance(c, dict) and c.get("resourceName")]
+
+
+def _match_expression(labels: Dict[str, str], expr: Dict[str, Any]) -> bool:
+    key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
+    if op == "In":
+        return labels.get(key) in values
+    if op == "NotIn":
+        return labels.get(key) not in values
+    if op == "Exists":
+        return key in labels
+    if op == "DoesNotExist":
+        return key not in labels
+    return False
+
+
+def _cluster_policy_selects(obj: Dict[str, Any], labels: Dict[str, str]) -> bool:
+    required = ((obj.get("spec") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
+    terms = required.get("nodeSelectorTerms") or []
+    if not terms:
+        return True
+    return any(all(_match_expression(labels, e) for e in t.get("matchExpressions") or []) for t in terms)
+
+
+def _node_policy_selects(obj: Dict[str, Any], labels: Dict[str, str]) -> bool:
+    selector = (obj.get("spec") or {}).get("nodeSelector") or {}
+    return all(labels.get(k) == v for k, v in selector.items())
+
+
+@dataclass(frozen=True)
+class Operand:
+    kind: str
+    group: str
+    version: str
+    plural: str
+    status: Callable[[Dict[str, Any], str], Dict[str, Any]]
+    # Which nodes an object's device plugins run on, and their resource configs.
+    selects: Optional[Callable[[Dict[str, Any], Dict[str, str]], bool]] = None
+    devices: Optional[Callable[[Dict[str, Any]], List[Dict[str, Any]]]] = None
+
+
+OPERANDS = [
+    Operand(
+        "NicClusterPolicy",
+        "mellanox.com",
+        "v1alpha1",
+        "nicclusterpolicies",
+        _components_status,
+        _cluster_policy_selects,
+        _rdma_shared_device_plugin,
+    ),
+    Operand(
+        "NicNodePolicy",
+        "mellanox.com",
+        "v1alpha1",
+        "nicnodepolicies",
+        _components_status,
+        _node_policy_selects,
+        _rdma_shared_device_plugin,
+    ),
+    Operand("ClusterPolicy", "nvidia.com", "v1", "clusterpolicies", cluster_policy_status),
+    Operand("NVIDIADriver", "nvidia.com", "v1alpha1", "nvidiadrivers", nvidia_driver_status),
+]
+
+
+# ----------------------------------------------------------------------------- pure decisions
+def nic_matches(nic: Dict[str, str], selectors: Dict[str, Any]) -> bool:
+    for key, attr in SELECTOR_KEYS.items():
+        wanted = selectors.get(key) or []
+        if wanted and nic.get(attr) not in wanted:
+            return False
+    return True
+
+
+def node_resources(node: Dict[str, Any], policies: List[tuple]) -> Dict[str, str]:
+    """Extended resources the device plugins of `policies` ((operand, object) pairs) advertise on `node`."""
+    meta = node.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    try:
+        nics = json.loads((meta.get("annotations") or {}).get(NICS_ANNOTATION) or "[]")
+    except ValueError:
+        nics = []
+    out: Dict[str, str] = {}
+    for operand, obj in policies:
+        if operand.devices is None or (operand.selects and not operand.selects(obj, labels)):
+            continue
+        for entry in operand.devices(obj):
+            selectors = entry.get("selectors") or {}
+            if any(nic_matches(nic, selectors) for nic in nics):
+                name = f"{entry.get('resourcePrefix') or 'rdma'}/{entry['resourceName']}"
+                out[name] = str(entry.get("rdmaHcaMax") or 1000)
+    return out
+
+
+def owned_resources(node: Dict[str, Any]) -> Dict[str, str]:
+    """The resources this stand-in owns on `node` now (its server-side apply field set)."""
+    status = node.get("status") or {}
+    owned: Dict[str, str] = {}
+    for entry in (node.get("metadata") or {}).get("managedFields") or []:
+        if entry.get("manager") != FIELD_MANAGER or entry.get("subresource") != "status":
+            continue
+        capacity = (((entry.get("fieldsV1") or {}).get("f:status") or {}).get("f:capacity")) or {}
+        for key in capacity:
+            if key.startswith("f:"):
+                name = key[2:]
+                owned[name] = str((status.get("capacity") or {}).get(name))
+    return owned
+
+
+# ------------------------------------------------------------------------------------ the loop
+class StandIn:
+    def __init__(self, kubeconfig: str, mode_file: str):
+        self.kubeconfig = kubeconfig
+        self.mode_file = mode_file
+        self.dirty = threading.Event()
+
+    def _api(self):
+        return config.new_client_from_config(config_file=self.kubeconfig)
+
+    def mode(self) -> str:
         try:
-            items = _call(server, token, "GET", BASE + plural).get("items") or []
-        except urllib.error.HTTPError:
-            continue  # CRD not registered yet
-        for obj in items:
-            if (obj.get("status") or {}).get("state") == state:
+            with open(self.mode_file, encoding="utf-8") as fh:
+                state = fh.read().strip()
+        except OSError:
+            state = ""
+        return state if state in ("ready", "notReady") else "ready"
+
+    def watch_forever(self, list_call: Callable, name: str) -> None:
+        """List+watch in a loop; any event marks the world dirty. A missing CRD is waited for."""
+        while True:
+            try:
+                for _event in watch.Watch().stream(list_call, timeout_seconds=60, allow_watch_bookmarks=False):
+                    self.dirty.set()
+            except ApiException as exc:
+                if exc.status not in (404, 410):
+                    print(f"play_operator: watch {name}: {exc.status} {exc.reason}", file=sys.stderr, flush=True)
+                time.sleep(1)
+            except Exception as exc:
+                print(f"play_operator: watch {name}: {exc}", file=sys.stderr, flush=True)
+                time.sleep(1)
+            self.dirty.set()
+
+    def start_watches(self) -> None:
+        core = client.CoreV1Api(self._api())
+        threads = [threading.Thread(target=self.watch_forever, args=(core.list_node, "nodes"), daemon=True)]
+        for operand in OPERANDS:
+            custom = client.CustomObjectsApi(self._api())
+
+            def lister(*args, _o=operand, _c=custom, **kw):
+                return _c.list_cluster_custom_object(_o.group, _o.version, _o.plural, *args, **kw)
+
+            threads.append(threading.Thread(target=self.watch_forever, args=(lister, operand.plural), daemon=True))
+        for t in threads:
+            t.start()
+
+    def reconcile(self) -> int:
+        api = self._api()
+        core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
+        state = self.mode()
+        changed = 0
+        policies = []
+        for operand in OPERANDS:
+            try:
+                items = custom.list_cluster_custom_object(operand.group, operand.version, operand.plural)["items"]
+            except ApiException as exc:
+                if exc.status == 404:
+                    continue  # CRD not installed (yet)
+                raise
+            for obj in items:
+                if (obj.get("metadata") or {}).get("deletionTimestamp"):
+                    continue
+                policies.append((operand, obj))
+                want = operand.status(obj, state)
+                have, wanted = _comparable(obj.get("status") or {}), _comparable(want)
+                if {k: have.get(k) for k in wanted} != wanted:
+                    custom.patch_cluster_custom_object_status(
+                        operand.group,
+                        operand.version,
+                        operand.plural,
+                        obj["metadata"]["name"],
+                        {"status": want},
+                        _content_type="application/merge-patch+json",
+                    )
+                    changed += 1
+        for node in api.sanitize_for_serialization(core.list_node()).get("items", []):
+            want = node_resources(node, policies)
+            if owned_resources(node) == want:
                 continue
-            status = {
-                "state": state,
-                "reason": "" if state == "ready" else "lab: operator held not ready",
-                "appliedStates": [{"name": "state-rdma-device-plugin", "state": state}],
+            body = {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": node["metadata"]["name"]},
+                "status": {"capacity": want, "allocatable": want},
             }
-            _call(
-                server,
-                token,
-                "PATCH",
-                BASE + plural + "/" + obj["metadata"]["name"] + "/status",
-                {"status": status},
-                "application/merge-patch+json",
+            core.patch_node_status(
+                node["metadata"]["name"],
+                body,
+                field_manager=FIELD_MANAGER,
+                force=True,
+                _content_type="application/apply-patch+yaml",
             )
             changed += 1
-    return changed
+        return changed
 
-
-def main(argv) -> int:
-    kubeconfig, mode_file = argv[1], argv[2]
-    server, token = _server(kubeconfig)
-    while True:
-        try:
-            with open(mode_file, encoding="utf-8") as fh:
-                state = fh.read().strip() or "ready"
-            sync(server, token, state)
-        except (OSError, urllib.error.URLError, ValueError) as exc:
-            print(f"play_operator: {exc}", file=sys.stderr, flush=True)
-        if "--once" in argv:
+    def run(self, once: bool) -> int:
+        if once:
+            self.reconcile()
             return 0
-        time.sleep(0.5)
+        self.start_watches()
+        last_mode, last_full = None, 0.0
+        while True:
+            self.dirty.wait(0.5)
+            mode = (self.mode(), _mtime(self.mode_file))
+            if self.dirty.is_set() or mode != last_mode or time.monotonic() - last_full > 10:
+                self.dirty.clear()
+                try:
+                    self.reconcile()
+                    last_mode, last_full = mode, time.monotonic()
+                except Exception as exc:
+                    print(f"play_operator: reconcile: {exc}", file=sys.stderr, flush=True)
+                    time.sleep(0.5)
+
+
+def _mtime(path: str) -> float:
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return 0.0
+
+
+def main(argv: List[str]) -> int:
+    parser = argparse.ArgumentParser(description="Play the operators' reconcilers in the lab cluster.")
+    parser.add_argument("--kubeconfig", required=True)
+    parser.add_argument("--mode-file", required=True, help="holds 'ready' or 'notReady'")
+    parser.add_argument("--once", action="store_true", help="reconcile once and exit")
+    args = parser.parse_args(argv)
+    return StandIn(args.kubeconfig, args.mode_file).run(args.once)
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(main(sys.argv[1:]))

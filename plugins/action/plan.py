@@ -166,11 +166,13 @@ class ActionModule(ActionBase):
         use_stored = bool(self._template(args.get("stored_discovery", True)))
         store = _plan_cluster.DiscoveryStore(os.path.join(plan_dir, "discovery"))
         nodes: Dict[str, Dict[str, Any]] = {}
+        node_plans: Dict[str, Any] = {}
         for host in names:
             hv = hostvars.get(host) or {}
             node_plan = hv.get("gpufabric_node_plan")
             if node_plan:
-                record = _plan_cluster.node_record(plain(node_plan), plain(hv.get("gpufabric_topology") or {}))
+                node_plans[host] = plain(node_plan)
+                record = _plan_cluster.node_record(node_plans[host], plain(hv.get("gpufabric_topology") or {}))
                 store.save(host, record)
                 nodes[host] = dict(record, source="this run")
             elif use_stored and store.load(host) is not None:
@@ -179,5 +181,5 @@ class ActionModule(ActionBase):
                 nodes[host] = None
         values = plain(task_vars.get("gpufabric_intent") or {})
         cluster = _plan_cluster.plan(values, nodes)
-        files = _plan_cluster.write_plan(plan_dir, cluster)
+        files = _plan_cluster.write_plan(plan_dir, dict(cluster, node_plans=node_plans))
         return {"ansible_facts": {"gpufabric_plan": cluster}, "files": files, "summary": cluster["summary"]}

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _cluster_plan
+from ansible_collections.gpufabric.rollout.plugins.module_utils import _cluster_plan, _k8s_access
 
 
 def cluster_nodes(hostvars, hosts):
@@ -52,6 +52,14 @@ def k8s_render_files(objects, prefix=""):
         raise AnsibleFilterError(str(exc)) from exc
 
 
+def k8s_apply_rules(objects):
+    """RBAC-shaped rules (for gpufabric.rollout.k8s_access) that server-side applying `objects` needs."""
+    try:
+        return _k8s_access.apply_rules(objects)
+    except _k8s_access.AccessRuleError as exc:
+        raise AnsibleFilterError(str(exc)) from exc
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -59,4 +67,5 @@ class FilterModule:
             "cluster_plan": cluster_plan,
             "cluster_report": cluster_report,
             "k8s_render_files": k8s_render_files,
+            "k8s_apply_rules": k8s_apply_rules,
         }

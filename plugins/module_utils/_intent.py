@@ -154,8 +154,8 @@ class _Walker:
             return None
         try:
             value = _coerce(kind, value)
-        except (TypeError, ValueError) as exc:
-            detail = str(exc).split(".")[0]
+        except (TypeError, ValueError, OverflowError) as exc:
+            detail = str(exc).split(".", maxsplit=1)[0]
             self.problems.append(f"{path}: {show(value)} is not {_TYPE_WORDS.get(kind, kind)} ({detail})")
             return None
         if kind == "list":
@@ -181,8 +181,8 @@ class _Walker:
                 continue
             try:
                 item = _coerce(elements, item)
-            except (TypeError, ValueError) as exc:
-                detail = str(exc).split(".")[0]
+            except (TypeError, ValueError, OverflowError) as exc:
+                detail = str(exc).split(".", maxsplit=1)[0]
                 self.problems.append(f"{where}: {show(item)} is not {_TYPE_WORDS.get(elements, elements)} ({detail})")
                 out.append(None)
                 continue

@@ -347,6 +347,29 @@ def nccl_config_rules(values: Mapping[str, Any], problems: Problems) -> None:
             )
 
 
+DRIVER_VERSION_RE = re.compile(r"^[0-9]{3}\.[0-9]{1,3}(\.[0-9]{1,3})?$")
+
+
+def gpu_driver_rules(values: Mapping[str, Any], problems: Problems) -> None:
+    driver = values.get("gpufabric_gpu_driver")
+    if not isinstance(driver, Mapping):
+        return
+    p = "gpufabric_gpu_driver."
+    version_text = driver.get("version") or ""
+    if version_text and not DRIVER_VERSION_RE.match(str(version_text)):
+        problems.append(f"{p}version: {show(version_text)} is not an NVIDIA driver version like 580.95.05")
+    if driver.get("managed_by") == "operator" and not version_text:
+        problems.append(
+            f"{p}version: is required when {p}managed_by is operator (the driver container tag the GPU Operator "
+            "deploys, e.g. 580.95.05)"
+        )
+    if driver.get("managed_by") == "host" and driver.get("precompiled"):
+        problems.append(
+            f"{p}precompiled: true applies to the GPU Operator's driver, but {p}managed_by is host; "
+            "set managed_by: operator or precompiled: false"
+        )
+
+
 def topology_rules(values: Mapping[str, Any], problems: Problems) -> None:
     path = values.get("topology_report_dir")
     if "topology_report_dir" in values and not (isinstance(path, str) and path.startswith("/")):
@@ -354,7 +377,7 @@ def topology_rules(values: Mapping[str, Any], problems: Problems) -> None:
 
 
 def chart_rules(values: Mapping[str, Any], problems: Problems) -> None:
-    for role in ("network_operator",):
+    for role in ("network_operator", "gpu_operator"):
         ver = values.get(f"{role}_chart_version")
         path = values.get(f"{role}_chart_path")
         if f"{role}_chart_version" in values and not re.match(r"^v?[0-9]+\.[0-9]+\.[0-9]+", str(ver)):
@@ -370,6 +393,39 @@ def chart_rules(values: Mapping[str, Any], problems: Problems) -> None:
         timeout = values.get(f"{role}_wait_timeout")
         if timeout is not None:
             in_range(problems, f"{role}_wait_timeout", timeout, 1, 86400)
+        delay = values.get(f"{role}_wait_delay")
+        if delay is not None:
+            in_range(problems, f"{role}_wait_delay", delay, 1, 3600)
+
+
+# The oldest GPU Operator chart whose values the gpu_operator planner writes (v24.9.0: the
+# nvidiaDriverCRD.deployDefaultCR switch; driver.useOpenKernelModules until v25.3.0).
+GPU_OPERATOR_MIN_CHART = (24, 9, 0)
+REGISTRY_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?(:[0-9]{1,5})?(/[a-z0-9]([-a-z0-9._]*[a-z0-9])?)*$")
+
+
+def gpu_operator_rules(values: Mapping[str, Any], problems: Problems) -> None:
+    if "gpu_operator_chart_version" not in values:
+        return
+    chart = str(values.get("gpu_operator_chart_version") or "")
+    match = re.match(r"^v?([0-9]+)\.([0-9]+)\.([0-9]+)", chart)
+    if match and tuple(int(x) for x in match.groups()) < GPU_OPERATOR_MIN_CHART:
+        problems.append(
+            f"gpu_operator_chart_version: {show(chart)} is older than v24.9.0, the oldest chart whose values "
+            "this role writes"
+        )
+    registry = values.get("gpu_operator_image_registry") or ""
+    if registry and not REGISTRY_RE.match(str(registry)):
+        problems.append(
+            f"gpu_operator_image_registry: {show(registry)} is not a registry host[:port][/path] without a scheme "
+            "or a trailing slash, like registry.example.com:5000/mirror"
+        )
+    gds = values.get("gpu_operator_gds_version")
+    if "gpu_operator_gds_version" in values and not re.match(r"^v?[0-9]+\.[0-9]+(\.[0-9]+)?$", str(gds)):
+        problems.append(f"gpu_operator_gds_version: {show(gds)} is not an nvidia-fs image tag like 2.29.4")
+    for index, name in enumerate(values.get("gpu_operator_image_pull_secrets") or []):
+        dns_subdomain(problems, f"gpu_operator_image_pull_secrets[{index}]", name)
+    dns_label(problems, "gpu_operator_namespace", values.get("gpu_operator_namespace"))
 
 
 # --------------------------------------------------------------------------------------------- storage
@@ -395,8 +451,9 @@ NODE_RULES: Sequence[Rule] = (
     doca_rules,
     nccl_config_rules,
     topology_rules,
+    gpu_driver_rules,
 )
-CLUSTER_RULES: Sequence[Rule] = (rails_rules, k8s_rules, chart_rules, storage_csi_rules)
+CLUSTER_RULES: Sequence[Rule] = (rails_rules, k8s_rules, chart_rules, gpu_operator_rules, storage_csi_rules)
 
 
 def problems_of(values: Mapping[str, Any], rules: Sequence[Rule]) -> Problems:

@@ -20,6 +20,7 @@ from typing import Any, Dict, List, Mapping, Optional
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils import (
     _cluster_plan,
+    _plan_gpu_operator,
     _plan_storage,
     _plan_storage_csi,
     _qos,
@@ -27,7 +28,7 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils import (
 from ansible_collections.gpufabric.rollout.plugins.module_utils._plan_node import PlanError
 
 SCHEMA_VERSION = 1
-RECORD_VERSION = 2  # 2: storage (the node's filesystems)
+RECORD_VERSION = 3  # 2: gpu.driver carries managed_by and precompiled; 3: storage (the node's filesystems)
 _NIC_KEYS = (
     "bdf",
     "vendor_id",
@@ -85,10 +86,17 @@ def gpu_record(node_plan: Mapping[str, Any], topology: Mapping[str, Any]) -> Dic
     rdma = node_plan.get("gpudirect_rdma") or {}
     gds = node_plan.get("gpudirect_storage")
     driver = rdma.get("driver") or {}
+    planned = node_plan.get("gpu_driver") or {}
     return {
         "models": sorted({str(g.get("model")) for g in topology.get("gpus") or []}),
         "count": len(topology.get("gpus") or []),
-        "driver": {"flavour": driver.get("flavour"), "version": driver.get("version")},
+        # The driver the node runs (managed_by host) or the one the GPU Operator will install (operator).
+        "driver": {
+            "flavour": driver.get("flavour"),
+            "version": driver.get("version"),
+            "managed_by": planned.get("managed_by", "host"),
+            "precompiled": bool(planned.get("precompiled")),
+        },
         "cuda_version": rdma.get("cuda_version"),
         "rdma_method": rdma.get("method"),
         "mofed": bool(rdma.get("mofed")),
@@ -237,10 +245,10 @@ def plan(values: Mapping[str, Any], records: Mapping[str, Optional[Mapping[str, 
         )
     except _cluster_plan.ClusterPlanError as exc:
         raise PlanError([str(exc)]) from None
-    try:
-        storage = _plan_storage_csi.plan(values, nodes)
-    except _plan_storage_csi.StorageCsiError as exc:
-        raise PlanError(exc.problems) from None
+    storage = _plan_storage_csi.plan(values, nodes, problems)
+    gpu_operator = _plan_gpu_operator.plan(values, nodes, network["config"]["label_prefix"], problems)
+    if problems:
+        raise PlanError(problems)
     result = {
         "schema_version": SCHEMA_VERSION,
         "fabric": fabric,
@@ -258,6 +266,7 @@ def plan(values: Mapping[str, Any], records: Mapping[str, Optional[Mapping[str, 
         "network": network,
         "network_operator": {"chart_values": network_operator_values(values, rails)},
         "storage": storage,
+        "gpu_operator": gpu_operator,
     }
     result["summary"] = summary_text(result)
     return result
@@ -312,6 +321,7 @@ def summary_text(result: Mapping[str, Any]) -> str:
         origin = "" if node.get("source") == "this run" else f" [stored {node.get('stored_at')}]"
         lines.append(f"  {host}: {node.get('summary')}{origin}")
     lines.append(_cluster_plan.report_text(result["network"]).rstrip("\n"))
+    lines.extend(_plan_gpu_operator.summary_lines(result.get("gpu_operator")))
     counts = ", ".join(f"{part} {len(objs)}" for part, objs in result["network"]["objects"].items())
     lines.append(f"objects: {counts}")
     lines.extend(_plan_storage_csi.summary_lines(result.get("storage")))
@@ -319,7 +329,8 @@ def summary_text(result: Mapping[str, Any]) -> str:
 
 
 def write_plan(plan_dir: str, result: Mapping[str, Any]) -> List[str]:
-    """plan.json and summary.txt in plan_dir (rewritten only when their content changes)."""
+    """plan.json (the cluster plan and the plan of every node in this run) and summary.txt in
+    plan_dir, rewritten only when their content changes."""
     os.makedirs(plan_dir, exist_ok=True)
     written = []
     for name, text in (

@@ -16,7 +16,14 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _doca, _gpudirect, _nccl, _plan_storage, _qos
+from ansible_collections.gpufabric.rollout.plugins.module_utils import (
+    _doca,
+    _gpudirect,
+    _nccl,
+    _plan_gpu_driver,
+    _plan_storage,
+    _qos,
+)
 from ansible_collections.gpufabric.rollout.plugins.module_utils._intent import IntentError, show
 from ansible_collections.gpufabric.rollout.plugins.module_utils._intent_rules import tos_for, version
 
@@ -182,13 +189,16 @@ def gpudirect_section(
     decision = _gpudirect.decide(facts, values.get("gpudirect_rdma_method") or "auto")
     if decision["error"]:
         problems.append(
-            "gpudirect_rdma_method: {} is not possible on this node: {} (driver {} {}, kernel {}, MOFED {})".format(
+            "gpudirect_rdma_method: {} is not possible on this node: {} (driver {} {} {}, kernel {}, MOFED {})".format(
                 values.get("gpudirect_rdma_method"),
                 decision["error"],
                 facts.get("driver_flavour"),
                 facts.get("driver_version"),
+                facts.get("driver_origin") or "",
                 facts.get("kernel_release"),
-                "planned" if mofed else "absent",
+                "planned"
+                if mofed
+                else "absent: none is installed and gpufabric_doca_ofed_enabled/doca_ofed_profile plan none",
             )
         )
     return {
@@ -227,8 +237,8 @@ def gds_section(
     if blockers:
         problems.append(
             f"gpudirect_storage_mode: {mode} is not possible on this node: {'; '.join(blockers)} "
-            f"(driver {gpudirect.get('driver_flavour')} {gpudirect.get('driver_version')}); "
-            "compat needs only libcufile, or set gpufabric_gds_enabled: false"
+            f"(driver {gpudirect.get('driver_flavour')} {gpudirect.get('driver_version')} "
+            f"{gpudirect.get('driver_origin') or ''}); compat needs only libcufile, or set gpufabric_gds_enabled: false"
         )
     iommu_on = bool((topology.get("iommu") or {}).get("enabled"))
     if iommu_on and mode != "compat" and values.get("gpudirect_storage_iommu_policy") == "fail":
@@ -291,7 +301,7 @@ def doca_repo(values: Mapping[str, Any], ansible: Mapping[str, Any]) -> str:
         ansible.get("distribution"), ansible.get("distribution_version")
     )
     arch_tok = values.get("doca_ofed_repo_arch") or _doca.arch_token(ansible.get("architecture"))
-    release = values.get("doca_ofed_repo_release") or str(values.get("doca_ofed_version", "")).split("-")[0]
+    release = values.get("doca_ofed_repo_release") or str(values.get("doca_ofed_version", "")).split("-", maxsplit=1)[0]
     return _doca.repo_url(values.get("doca_ofed_repo_base_url"), release, os_tok, arch_tok)
 
 
@@ -379,18 +389,22 @@ def plan_node(values: Mapping[str, Any], facts: Mapping[str, Any]) -> Dict[str, 
         problems.extend(exc.problems)
     plan["doca_ofed"] = doca_section(values, ansible, doca, facts.get("doca_index"), problems)
     plan["roce"] = roce_section(values, fabric, topology, problems)
-    plan["gpudirect_rdma"] = gpudirect_section(
-        values, facts.get("gpudirect") or {}, mofed_planned(values, doca), problems
+    # The RDMA and GDS decisions take the driver the node will run: its own, or the GPU Operator's.
+    driver = _plan_gpu_driver.plan_driver(values, facts.get("gpudirect") or {}, ansible.get("packages"), problems)
+    plan["gpu_driver"] = driver
+    gpudirect = _plan_gpu_driver.effective_facts(facts.get("gpudirect") or {}, driver)
+    # Without a driver (none loaded, or an operator module type that cannot be resolved) the RDMA and
+    # GDS refusals would only repeat the driver section's: that one is kept.
+    known = gpudirect.get("driver_version") and (driver["managed_by"] == "host" or driver.get("kernel_module"))
+    follow = problems if known else []
+    rdma = plan["gpudirect_rdma"] = gpudirect_section(values, gpudirect, mofed_planned(values, doca), follow)
+    rdma["peermem_loaded_by"] = _plan_gpu_driver.loaded_by(driver, rdma["method"] == "peermem")
+    storage = plan["storage_client"] = _plan_storage.storage_section(
+        values, topology, fabric, plan["doca_ofed"], doca, problems
     )
-    plan["storage_client"] = _plan_storage.storage_section(values, topology, fabric, plan["doca_ofed"], doca, problems)
-    plan["gpudirect_storage"] = gds_section(
-        values,
-        plan["gpudirect_rdma"]["decision"],
-        facts.get("gpudirect") or {},
-        topology,
-        problems,
-        plan["storage_client"],
-    )
+    gds = plan["gpudirect_storage"] = gds_section(values, rdma["decision"], gpudirect, topology, follow, storage)
+    if gds is not None:
+        gds["nvidia_fs_loaded_by"] = _plan_gpu_driver.loaded_by(driver, gds["mode"] == "nvidia_fs")
     if plan["nccl_version"] is not None:
         plan["nccl"] = nccl_section(values, fabric, topology, problems)
     if problems:

@@ -72,14 +72,6 @@ SCALE_IMAGES = {
 NVMF_PLUGIN_IMAGE = "nvmfplugin:latest"  # what deploy/kubernetes/csi-nvmf-*.yaml reference; built by the user
 
 
-class StorageCsiError(ValueError):
-    """The storage intent and the CSI variables do not make a valid plan; ``problems`` names each cause."""
-
-    def __init__(self, problems: List[str]):
-        self.problems = list(problems)
-        super().__init__("\n".join(self.problems))
-
-
 # --------------------------------------------------------------------------------------------- images
 def mirrored(image: str, registry: str) -> str:
     """``image`` pulled from ``registry`` instead: its registry host is replaced (Docker Hub names get one)."""
@@ -360,9 +352,10 @@ def _scale_cr(fss: List[Mapping[str, Any]], config: Mapping[str, Any], registry:
     }
 
 
-def plan(values: Mapping[str, Any], nodes: Mapping[str, Mapping[str, Any]]) -> Dict[str, Any]:
-    """The storage_csi role's part of the cluster plan; raises StorageCsiError naming every problem."""
-    fss, where, problems = filesystems(nodes)
+def plan(values: Mapping[str, Any], nodes: Mapping[str, Mapping[str, Any]], problems: List[str]) -> Dict[str, Any]:
+    """The storage_csi role's part of the cluster plan; appends to ``problems`` what makes it invalid."""
+    fss, where, fs_problems = filesystems(nodes)
+    problems.extend(fs_problems)
     prefix = str((values.get("gpufabric_rails") or {}).get("label_prefix") or "gpufabric.io")
     drivers_cfg = values.get("storage_csi_drivers") or {}
     registry = str(values.get("storage_csi_image_registry") or "")
@@ -388,8 +381,6 @@ def plan(values: Mapping[str, Any], nodes: Mapping[str, Mapping[str, Any]]) -> D
         for node in where.get(fs["name"], []):
             labels.setdefault(node, {})[f"{prefix}/fs-{fs['name']}"] = "true"
             labels[node][f"{prefix}/storage-{fs['backend']}"] = "true"
-    if problems:
-        raise StorageCsiError(problems)
     return {
         "filesystems": [
             {

@@ -61,6 +61,7 @@ attributes:
     support: none
     description: Nothing on a managed host changes.
   platform:
+    support: full
     platforms: all
     description: The controller.
 author:

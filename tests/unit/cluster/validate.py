@@ -3,7 +3,8 @@ upstream CRD schemas in ../shared/crds (relative to the repository root) when th
 
 The CRD check uses jsonschema over spec.versions[].schema.openAPIV3Schema; the Kubernetes extensions
 (x-kubernetes-*) are ignored by jsonschema, as are CEL rules (x-kubernetes-validations), so a few
-server-side rules are not exercised here; the API double checks objects again when they are applied.
+server-side rules are not exercised here; the lab cluster's kube-apiserver enforces them when the
+objects are applied.
 """
 
 # ruff: noqa: UP031  -- %-formatting kept for the many-field messages (these strings are compared in tests)

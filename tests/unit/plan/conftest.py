@@ -25,7 +25,7 @@ HERE = Path(__file__).resolve().parent
 UNIT = HERE.parent
 REPO = UNIT.parents[1]
 NODE_ROLES = ["topology", "doca_ofed", "roce", "gpudirect_rdma", "gpudirect_storage", "storage_client", "nccl_config"]
-CLUSTER_ROLES = ["network_operator", "rdma_networks", "sriov_networks", "storage_csi"]
+CLUSTER_ROLES = ["network_operator", "gpu_operator", "rdma_networks", "sriov_networks", "storage_csi"]
 
 
 def lab_intent() -> Dict[str, Any]:
@@ -33,9 +33,12 @@ def lab_intent() -> Dict[str, Any]:
     out: Dict[str, Any] = {}
     for path in sorted((REPO / "inventory" / "lab" / "group_vars").glob("*/*.yml")):
         out.update(yaml.safe_load(path.read_text()) or {})
-    # Values that are Jinja expressions relative to the inventory: plain paths here.
+    # Values that are Jinja expressions relative to the inventory: the checkout's paths (the plan
+    # reads a local chart's Chart.yaml), or plain paths.
     for key, value in list(out.items()):
-        if isinstance(value, str) and "{{" in value:
+        if isinstance(value, str) and value.startswith("{{ inventory_dir }}/../../"):
+            out[key] = str(REPO / value[len("{{ inventory_dir }}/../../") :])
+        elif isinstance(value, str) and "{{" in value:
             out[key] = "/lab/" + key
     return out
 

@@ -52,11 +52,15 @@ def problems_of(case: Dict[str, Any], specs) -> List[str]:
         return refused.value.problems
     records: Dict[str, Any] = {}
     for index, name in ((1, "gpu-node-01"), (2, "gpu-node-02")):
-        extra = {"gpufabric_k8s_node_name": name}
-        extra.update(case.get(f"node{index}") or {})
+        # node_set / node_facts change both nodes, node2 / node2_facts the second one only.
+        extra = merged(case.get("node_set") or {}, {"gpufabric_k8s_node_name": name})
+        facts = merged(node_facts(index), case.get("node_facts") or {})
+        if index == 2:
+            extra = merged(extra, case.get("node2") or {})
+            facts = merged(facts, case.get("node2_facts") or {})
         variables = merged(lab_intent(), extra)
-        plan = node_plan(specs, variables, node_facts(index))
-        records[name] = _plan_cluster.node_record(plan, node_facts(index)["topology"])
+        plan = node_plan(specs, variables, facts)
+        records[name] = _plan_cluster.node_record(plan, facts["topology"])
     if case.get("missing_node"):
         records["gpu-node-02"] = None
     values, problems = check(specs, "cluster", variables_of(case))

@@ -84,3 +84,10 @@ def test_unknown_variables_are_found_by_prefix_with_a_suggestion():
 def test_an_unrenderable_default_is_a_problem():
     _values, problems = _intent.check({"x": {"type": "str", "default": "{{ nowhere }}"}}, {}, template=render)
     assert problems and problems[0].startswith("x: its default")
+
+
+def test_infinity_and_nan_are_not_integers():
+    """Found by the fuzz test: Ansible's int checker raises OverflowError on 'Infinity'."""
+    for text in ("Infinity", "-Infinity", "NaN", float("inf"), float("nan")):
+        _values, problems = _intent.check({"n": {"type": "int"}}, {"n": text})
+        assert len(problems) == 1 and problems[0].startswith("n:") and "not an integer" in problems[0], text

@@ -163,7 +163,7 @@ def test_record_is_the_same_on_every_node(check):
 def test_node_record_carries_storage(check):
     plan = plan_of(check, 1)
     record = _plan_cluster.node_record(plan, node_facts(1)["topology"])
-    assert record["record_version"] == 2
+    assert record["record_version"] == _plan_cluster.RECORD_VERSION
     assert [fs["backend"] for fs in record["storage"]] == ["nfs", "lustre", "nvmeof", "weka", "gpfs"]
 
 

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Build the local base image for the execution environment: a stand-in for
+# docker.io/library/python:3.11-slim-bookworm (execution-environment.yml's default base), which no
+# registry here can serve. Debian 12 minbase made with debootstrap and imported into podman, with
+# Python 3.11 and pip reachable as /usr/local/bin/python3 like the official image, and no apt
+# package lists (like a slim image: the EE build must fetch them itself). The CA certificates this
+# machine added locally (/usr/local/share/ca-certificates, e.g. a TLS-inspecting egress proxy's)
+# are trusted in the image too, as an organisation's own base image would; without them pip in the
+# build cannot reach PyPI from such a network.
+# Cached: the tag is a hash of this script and of those certificates.
+#
+# Usage: lab/ee/base.sh          build if missing, print the image reference
+#        lab/ee/base.sh --ref    print the image reference only
+set -euo pipefail
+# shellcheck source=lab/common.sh
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/common.sh"
+
+shopt -s nullglob
+local_cas=(/usr/local/share/ca-certificates/*.crt)
+ref="localhost/gpufabric-ee-base:$(cat "${BASH_SOURCE[0]}" "${local_cas[@]}" | sha256sum | cut -c1-12)"
+[[ "${1:-}" == "--ref" ]] && { echo "${ref}"; exit 0; }
+[[ -z "${1:-}" ]] || die "unknown argument: $1 (use --ref)"
+
+lab_require_tools
+lab_containers_conf
+if podman image exists "${ref}"; then
+    log "image ${ref} is up to date"
+    echo "${ref}"
+    exit 0
+fi
+[[ "$(id -u)" == 0 ]] || die "debootstrap needs root"
+
+mirror="${LAB_DEBIAN_MIRROR:-}"
+if [[ -z "${mirror}" ]]; then
+    mirror="$(awk '/^URIs:/ && $2 !~ /security/ {print $2; exit}' /etc/apt/sources.list.d/*.sources 2>/dev/null || true)"
+fi
+if [[ -z "${mirror}" ]]; then
+    mirror="$(awk '/^deb / && $0 !~ /security/ {print $2; exit}' /etc/apt/sources.list 2>/dev/null || true)"
+fi
+mirror="${mirror:-http://deb.debian.org/debian}"
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/gpufabric-ee-base.XXXXXX")"
+trap 'rm -rf "${work}"' EXIT
+log "debootstrap bookworm from ${mirror} (python3, pip, ca-certificates)"
+debootstrap --variant=minbase --include=python3,python3-pip,ca-certificates bookworm "${work}/rootfs" "${mirror}" \
+    >"${work}/debootstrap.log" 2>&1 || { tail -n 40 "${work}/debootstrap.log" >&2; die "debootstrap failed"; }
+cat >"${work}/rootfs/etc/apt/sources.list" <<SRC
+deb ${mirror} bookworm main
+deb ${mirror} bookworm-updates main
+SRC
+if ((${#local_cas[@]} > 0)); then
+    cp "${local_cas[@]}" "${work}/rootfs/usr/local/share/ca-certificates/"
+    chroot "${work}/rootfs" update-ca-certificates >/dev/null
+fi
+ln -s /usr/bin/python3 "${work}/rootfs/usr/local/bin/python3"
+ln -s /usr/bin/python3 "${work}/rootfs/usr/local/bin/python"
+rm -rf "${work}"/rootfs/var/lib/apt/lists/* "${work}"/rootfs/var/cache/apt/*.bin
+
+log "importing ${ref}"
+tar -C "${work}/rootfs" -c . | podman import --change 'CMD ["/bin/bash"]' - "${ref}" >/dev/null
+log "built ${ref}"
+echo "${ref}"

@@ -1,0 +1,193 @@
+# Copyright: (c) 2026, gpufabric.rollout contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""nccl-tests output (``all_reduce_perf`` and the other ``*_perf`` binaries): parsing.
+
+Layout (NVIDIA/nccl-tests ``src/util.cu``): optional ``# nccl-tests version V nccl-headers=H
+nccl-library=L`` and ``# Collective test starting: NAME`` lines, ``# nThread ... nGpus ...``,
+``# Using devices`` then one ``#  Rank  R Group  G Pid  P on HOST device  D [BUS] NAME`` line per
+rank, a two- or three-line column header (``size count type redop root``, then per placement
+``time algbw busbw #wrong``, out-of-place first, optionally the per-iteration ``i_min i_max i_p99
+i_cv%`` columns and a timestamp), one row per message size, and the footer ``# Out of bounds
+values : N OK|FAILED`` and ``# Avg bus bandwidth : X [OK|FAILED]``. ``#wrong`` is ``N/A`` when
+checking is off (``-c 0``). Older releases print no ``redop``/``root`` columns for some
+collectives; the header is read to find the columns, so both layouts parse.
+
+Pure Python (>= 3.8), no Ansible imports; ``NcclTestsError`` is the only exception raised for
+bad input.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, List, Optional
+
+_VERSION = re.compile(r"#\s*nccl-tests version\s+(\S+)(?:.*?nccl-headers=(\d+))?(?:.*?nccl-library=(\d+))?")
+_STARTING = re.compile(r"#\s*Collective test starting:\s*(\S+)")
+_RANK = re.compile(
+    r"#\s+Rank\s+(?P<rank>\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(?P<pid>\d+)\s+on\s+(?P<host>\S+)\s+device\s+(?P<device>\d+)"
+    r"\s+\[(?P<bus>[^\]]*)\]\s+(?P<name>.*?)\s*$"
+)
+_OOB = re.compile(r"#\s*Out of bounds values\s*:\s*(\d+)\s*(OK|FAILED)?")
+_AVG = re.compile(r"#\s*Avg bus bandwidth\s*:\s*([0-9.eE+-]+|nan|inf)\s*(OK|FAILED)?", re.IGNORECASE)
+_NTHREAD = re.compile(r"nThread\s+(\d+)\s+nGpus\s+(\d+)")
+_TIME_KEYS = ("time", "cputime")
+
+
+class NcclTestsError(ValueError):
+    """nccl-tests output that cannot be read as a result table."""
+
+
+def nccl_version(code: Optional[str]) -> Optional[str]:
+    """NCCL_VERSION_CODE (e.g. 22902 = 2.29.2, 21903 = 2.19.3; 2703 = 2.7.3 before 2.9) as text."""
+    if not code or not code.isdigit():
+        return None
+    value = int(code)
+    if value >= 20900:
+        return f"{value // 10000}.{value // 100 % 100}.{value % 100}"
+    return f"{value // 1000}.{value // 100 % 10}.{value % 100}"
+
+
+def _columns(header: str) -> Optional[Dict[str, Any]]:
+    """Column positions from the ``size count type ...`` header line, or None if it is not one."""
+    tokens = header.lstrip("#").split()
+    if len(tokens) < 6 or tokens[0] != "size" or tokens[1] != "count" or tokens[2] != "type":
+        return None
+    fixed = 3
+    while fixed < len(tokens) and tokens[fixed] in ("redop", "root"):
+        fixed += 1
+    groups: List[Dict[str, int]] = []
+    for pos in range(fixed, len(tokens)):
+        if tokens[pos] in _TIME_KEYS:
+            groups.append({"time": pos})
+        elif groups and tokens[pos] in ("algbw", "busbw", "#wrong", "error"):
+            groups[-1][tokens[pos].lstrip("#").replace("error", "wrong")] = pos
+    groups = [g for g in groups if {"time", "algbw", "busbw"} <= set(g)]
+    if not groups:
+        return None
+    return {"names": tokens[:fixed], "groups": groups[:2], "width": len(tokens)}
+
+
+def _number(text: str, what: str) -> float:
+    try:
+        return float(text)
+    except ValueError as exc:
+        raise NcclTestsError(f"{what} '{text}' is not a number") from exc
+
+
+def _row(tokens: List[str], cols: Dict[str, Any]) -> Dict[str, Any]:
+    names = cols["names"]
+    row: Dict[str, Any] = {"bytes": int(tokens[0]), "count": int(tokens[1]), "type": tokens[2]}
+    for i, name in enumerate(names[3:], start=3):
+        row[name] = tokens[i]
+    for key, group in zip(("out_of_place", "in_place"), cols["groups"]):
+        wrong_pos = group.get("wrong")
+        wrong = tokens[wrong_pos] if wrong_pos is not None and wrong_pos < len(tokens) else "N/A"
+        row[key] = {
+            "time_us": _number(tokens[group["time"]], "time"),
+            "algbw_gbps": _number(tokens[group["algbw"]], "algbw"),
+            "busbw_gbps": _number(tokens[group["busbw"]], "busbw"),
+            "wrong": None if wrong == "N/A" else int(_number(wrong, "#wrong")),
+        }
+    return row
+
+
+def parse(text: str) -> Dict[str, Any]:
+    """Parse one nccl-tests run.
+
+    Returns ``{version, nccl, collective, nthread, ngpus, ranks, hosts, devices, rows,
+    wrong_total, out_of_bounds: {count, ok} | None, avg_busbw_gbps | None, avg_check | None,
+    peak_busbw_gbps, peak_bytes}``. Each row: ``{bytes, count, type, [redop, root],
+    out_of_place: {time_us, algbw_gbps, busbw_gbps, wrong}, in_place: {...}}`` (``wrong`` None
+    when the test did not check). Raises NcclTestsError when there is no column header or no row.
+    """
+    if not isinstance(text, str):
+        raise NcclTestsError(f"nccl-tests output must be text, got {type(text).__name__}")
+    out: Dict[str, Any] = {"version": None, "nccl": None, "collective": None, "nthread": None, "ngpus": None}
+    devices: List[Dict[str, Any]] = []
+    rows: List[Dict[str, Any]] = []
+    cols: Optional[Dict[str, Any]] = None
+    oob = avg = None
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped:
+            continue
+        if stripped.startswith("#") or cols is None:
+            match = _VERSION.match(stripped)
+            if match:
+                out["version"] = match.group(1)
+                out["nccl"] = nccl_version(match.group(3) or match.group(2))
+                continue
+            match = _STARTING.match(stripped)
+            if match:
+                out["collective"] = match.group(1)
+                continue
+            match = _NTHREAD.search(stripped)
+            if match and "minBytes" in stripped:
+                out["nthread"], out["ngpus"] = int(match.group(1)), int(match.group(2))
+                continue
+            match = _RANK.match(stripped if stripped.startswith("#") else "# " + stripped)
+            if match:
+                devices.append(
+                    {
+                        "rank": int(match.group("rank")),
+                        "host": match.group("host"),
+                        "device": int(match.group("device")),
+                        "bus": match.group("bus"),
+                        "name": match.group("name"),
+                    }
+                )
+                continue
+            match = _OOB.match(stripped)
+            if match:
+                oob = {"count": int(match.group(1)), "ok": match.group(2) != "FAILED" and int(match.group(1)) == 0}
+                continue
+            match = _AVG.match(stripped)
+            if match:
+                avg = (float(match.group(1)), match.group(2))
+                continue
+            found = _columns(stripped)
+            if found:
+                cols = found
+            continue
+        tokens = stripped.split()
+        if not tokens[0].isdigit() or not tokens[1:2] or not tokens[1].isdigit():
+            continue  # a log line of NCCL or MPI between rows
+        needed = max(g[k] for g in cols["groups"] for k in ("time", "algbw", "busbw"))
+        if len(tokens) <= needed:
+            raise NcclTestsError(f"result row for {tokens[0]} bytes has {len(tokens)} fields, the header {needed + 1}")
+        rows.append(_row(tokens, cols))
+    if cols is None:
+        raise NcclTestsError("no nccl-tests column header ('size count type ... time algbw busbw') in the output")
+    if not rows:
+        raise NcclTestsError("the nccl-tests result table has no rows")
+    wrong_total = sum((r[k].get("wrong") or 0) for r in rows for k in ("out_of_place", "in_place") if k in r)
+    peak = max(rows, key=lambda r: r["out_of_place"]["busbw_gbps"])
+    out.update(
+        {
+            "ranks": len(devices) or None,
+            "hosts": sorted({d["host"] for d in devices}),
+            "devices": devices,
+            "rows": rows,
+            "wrong_total": wrong_total,
+            "out_of_bounds": oob,
+            "avg_busbw_gbps": avg[0] if avg else None,
+            "avg_check": avg[1] if avg else None,
+            "peak_busbw_gbps": peak["out_of_place"]["busbw_gbps"],
+            "peak_bytes": peak["bytes"],
+        }
+    )
+    return out
+
+
+def busbw_factor(collective: str, ranks: int) -> float:
+    """Bus bandwidth correction of nccl-tests doc/PERFORMANCE.md for ``ranks`` ranks."""
+    if ranks < 1:
+        raise NcclTestsError(f"ranks is {ranks}; it must be at least 1")
+    name = collective.replace("_perf", "")
+    if name == "all_reduce":
+        return 2.0 * (ranks - 1) / ranks
+    if name in ("reduce_scatter", "all_gather", "alltoall"):
+        return (ranks - 1) / ranks
+    if name in ("broadcast", "reduce", "sendrecv"):
+        return 1.0
+    raise NcclTestsError(f"collective '{collective}' has no bus bandwidth factor here")

@@ -1,0 +1,383 @@
+#!/usr/bin/python
+# Copyright: (c) 2026, gpufabric.rollout contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: validate_report
+short_description: Gate validation measurements and write the validation report
+version_added: "0.1.0"
+description:
+  - Parses the raw output of perftest (C(ib_write_bw)), nccl-tests (C(all_reduce_perf)), C(gdsio)
+    and the collection's GPU probe, derives each expected figure from the nodes' topology facts
+    (NIC link rates, PCIe generation and width, GPU model, NVLink counts), gates every
+    measurement at a fraction of it and writes a text summary, one self-contained HTML file with
+    plots and JUnit XML.
+  - "Runs on the controller (C(delegate_to: localhost)); drawing the plots needs matplotlib there."
+  - It never fails because a gate failed; it returns the checks and the failing ones, and the
+    caller decides. Output that cannot be parsed becomes a failing check naming the node.
+author:
+  - gpufabric.rollout contributors (@gpufabric)
+attributes:
+  check_mode:
+    support: full
+    description: In check mode the report is rendered and compared but not written.
+  diff_mode:
+    support: none
+    description: The report files are not shown as a diff.
+options:
+  topology:
+    description: The C(gpufabric_topology) facts of every node, by inventory name.
+    type: dict
+    required: true
+  rdma:
+    description: perftest runs, one per NIC, node pair and memory kind.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      node:
+        description: The node whose NIC sent (the perftest client).
+        type: str
+        required: true
+      peer:
+        description: The node at the other end.
+        type: str
+        required: true
+      device:
+        description: The RDMA device the run used (names the NIC when the output cannot be read).
+        type: str
+      memory:
+        description: Where the buffers were, C(host) or C(gpu) (C(--use_cuda)).
+        type: str
+        choices: [host, gpu]
+        default: host
+      output:
+        description: The client's standard output.
+        type: str
+        required: true
+  nccl:
+    description: nccl-tests runs across nodes.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      name:
+        description: A name for the run (shown in the report).
+        type: str
+        required: true
+      nodes:
+        description: The nodes the run spanned; their rails give the expected bus bandwidth.
+        type: list
+        elements: str
+        required: true
+      output:
+        description: The output of C(all_reduce_perf).
+        type: str
+        required: true
+  gds:
+    description: gdsio runs, one per node, filesystem and direction.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      node:
+        description: The node it ran on.
+        type: str
+        required: true
+      filesystem:
+        description: The GDS filesystem (mount point) it ran on.
+        type: str
+        required: true
+      expected_gbps:
+        description: Expected throughput in GB/s; without it the node's storage NICs' link rates / 8.
+        type: float
+      output:
+        description: The output of C(gdsio).
+        type: str
+        required: true
+  probe:
+    description: GPU probe documents (C(roles/validate/files/gpu_probe.py)), one per node.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      node:
+        description: The node it ran on.
+        type: str
+        required: true
+      output:
+        description: The probe's JSON.
+        type: str
+        required: true
+  host_links:
+    description: Add a check per GPU and RDMA NIC that its PCIe link runs at its maximum.
+    type: bool
+    default: true
+  gates:
+    description:
+      - Gate overrides; keys C(rdma_fraction), C(nccl_efficiency), C(nccl_fraction),
+        C(nccl_min_bytes), C(gds_fraction), C(pcie_fraction), C(hbm_fraction), C(nvlink_fraction).
+    type: dict
+    default: {}
+  title:
+    description: The report's title.
+    type: str
+    default: gpufabric.rollout validation
+  text_path:
+    description: Where to write the text summary.
+    type: path
+  html_path:
+    description: Where to write the HTML report (needs matplotlib for its plots).
+    type: path
+  junit_path:
+    description: Where to write the JUnit XML.
+    type: path
+"""
+
+EXAMPLES = r"""
+- name: Gate the measurements and write the report
+  gpufabric.rollout.validate_report:
+    topology: "{{ __validate_topology }}"
+    rdma: "{{ __validate_rdma_runs }}"
+    html_path: /var/tmp/validate/report.html
+    text_path: /var/tmp/validate/report.txt
+    junit_path: /var/tmp/validate/junit.xml
+  delegate_to: localhost
+  run_once: true
+  register: validate_report
+"""
+
+RETURN = r"""
+checks:
+  description: Every check with its numbers.
+  returned: always
+  type: list
+  elements: dict
+summary:
+  description: C(total), C(passed), C(failed), C(ok).
+  returned: always
+  type: dict
+failed:
+  description: One line per failing check naming category, node, subject and the figures.
+  returned: always
+  type: list
+  elements: str
+text:
+  description: The text summary.
+  returned: always
+  type: str
+gates:
+  description: The gates in force (defaults with the overrides applied).
+  returned: always
+  type: dict
+"""
+
+import datetime
+import importlib.util
+import os
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+from ansible_collections.gpufabric.rollout.plugins.module_utils import (
+    _gates,
+    _gdsio,
+    _gpuprobe,
+    _nccltests,
+    _perftest,
+    _validate_report,
+)
+
+# matplotlib is imported by the plots themselves (Agg backend); here only its presence is checked.
+HAS_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
+
+
+def _unreadable(category, node, subject, what, exc):
+    return _gates._check(category, node, subject, what, passed=False, detail=f"output could not be read: {exc}")
+
+
+def evaluate(params):
+    g = _gates.gates(params["gates"])
+    topo = params["topology"] or {}
+    checks, series = [], {"nccl": [], "allreduce": []}
+    if params["host_links"]:
+        for node in sorted(topo):
+            checks.extend(_gates.link_checks(node, topo[node] or {}))
+    for run in params["rdma"]:
+        try:
+            result = _perftest.parse(run["output"])
+        except _perftest.PerftestError as exc:
+            subject = run.get("device") or run["peer"]
+            checks.append(
+                _unreadable("rdma", run["node"], subject, f"perftest {run['memory']} memory to {run['peer']}", exc)
+            )
+            continue
+        checks.append(
+            _gates.rdma_check(
+                run["node"], run["peer"], topo.get(run["node"]) or {}, result, run["memory"], g["rdma_fraction"]
+            )
+        )
+    for run in params["nccl"]:
+        try:
+            result = _nccltests.parse(run["output"])
+        except _nccltests.NcclTestsError as exc:
+            checks.append(_unreadable("nccl", ",".join(run["nodes"]), run["name"], "all-reduce", exc))
+            continue
+        expected = _gates.nccl_expected_gbs([topo.get(n) or {} for n in run["nodes"]], g["nccl_efficiency"])
+        found = _gates.nccl_checks(run["name"], result, expected, g)
+        checks.extend(found)
+        series["nccl"].append(
+            {
+                "name": run["name"],
+                "bytes": [r["bytes"] for r in result["rows"]],
+                "busbw": [r["out_of_place"]["busbw_gbps"] for r in result["rows"]],
+                "threshold": found[0]["threshold"],
+                "expected": expected,
+            }
+        )
+    for run in params["gds"]:
+        try:
+            results = _gdsio.parse(run["output"])
+        except _gdsio.GdsioError as exc:
+            checks.append(_unreadable("gds", run["node"], run["filesystem"], "gdsio", exc))
+            continue
+        expected = run.get("expected_gbps") or _gates.gds_expected_gbs(topo.get(run["node"]) or {})
+        for result in results:
+            checks.append(_gates.gds_check(run["node"], run["filesystem"], result, expected, g["gds_fraction"]))
+    for run in params["probe"]:
+        try:
+            doc = _gpuprobe.load(run["output"])
+        except _gpuprobe.GpuProbeError as exc:
+            checks.append(_unreadable("gpu", run["node"], "probe", "GPU probe", exc))
+            continue
+        for err in doc.get("errors") or []:
+            checks.append(
+                _gates._check(
+                    "gpu",
+                    run["node"],
+                    "probe",
+                    f"probe section {err.get('section')}",
+                    passed=False,
+                    detail=str(err.get("error")),
+                )
+            )
+        found = _gates.probe_checks(run["node"], doc, topo.get(run["node"]) or {}, g)
+        checks.extend(found)
+        rows = (doc.get("allreduce") or {}).get("rows") or []
+        if rows:
+            plain = (doc.get("allreduce") or {}).get("plain") or []
+            gate = next((c for c in found if c["subject"] == "NVLink" and c["unit"] == "GB/s"), {})
+            series["allreduce"].append(
+                {
+                    "node": run["node"],
+                    "bytes": [r["bytes"] for r in rows],
+                    "busbw": [r["busbw_gbps"] for r in rows],
+                    "plain_bytes": [r["bytes"] for r in plain],
+                    "plain_busbw": [r["busbw_gbps"] for r in plain],
+                    "limit": gate.get("expected"),
+                    "threshold": gate.get("threshold"),
+                }
+            )
+    return checks, series, g
+
+
+def _write(module, path, content):
+    old = None
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as fh:
+            old = fh.read()
+    if old == content:
+        return False
+    if not module.check_mode:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        tmp = f"{path}.tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(content)
+        os.replace(tmp, path)
+    return True
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "topology": {"type": "dict", "required": True},
+            "rdma": {
+                "type": "list",
+                "elements": "dict",
+                "default": [],
+                "options": {
+                    "node": {"type": "str", "required": True},
+                    "peer": {"type": "str", "required": True},
+                    "device": {"type": "str"},
+                    "memory": {"type": "str", "choices": ["host", "gpu"], "default": "host"},
+                    "output": {"type": "str", "required": True},
+                },
+            },
+            "nccl": {
+                "type": "list",
+                "elements": "dict",
+                "default": [],
+                "options": {
+                    "name": {"type": "str", "required": True},
+                    "nodes": {"type": "list", "elements": "str", "required": True},
+                    "output": {"type": "str", "required": True},
+                },
+            },
+            "gds": {
+                "type": "list",
+                "elements": "dict",
+                "default": [],
+                "options": {
+                    "node": {"type": "str", "required": True},
+                    "filesystem": {"type": "str", "required": True},
+                    "expected_gbps": {"type": "float"},
+                    "output": {"type": "str", "required": True},
+                },
+            },
+            "probe": {
+                "type": "list",
+                "elements": "dict",
+                "default": [],
+                "options": {"node": {"type": "str", "required": True}, "output": {"type": "str", "required": True}},
+            },
+            "host_links": {"type": "bool", "default": True},
+            "gates": {"type": "dict", "default": {}},
+            "title": {"type": "str", "default": "gpufabric.rollout validation"},
+            "text_path": {"type": "path"},
+            "html_path": {"type": "path"},
+            "junit_path": {"type": "path"},
+        },
+        supports_check_mode=True,
+    )
+    if module.params["html_path"] and not HAS_MATPLOTLIB:
+        module.fail_json(msg=missing_required_lib("matplotlib"))
+    try:
+        checks, series, g = evaluate(module.params)
+    except _gates.GateError as exc:
+        module.fail_json(msg=f"gates: {exc}")
+    meta = {
+        "title": module.params["title"],
+        "generated": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+    }
+    text = _validate_report.render_text(checks, meta)
+    changed = False
+    if module.params["text_path"]:
+        changed |= _write(module, module.params["text_path"], text)
+    if module.params["junit_path"]:
+        changed |= _write(module, module.params["junit_path"], _validate_report.render_junit(checks, meta))
+    if module.params["html_path"]:
+        figures = _validate_report.plots(checks, series)
+        changed |= _write(module, module.params["html_path"], _validate_report.render_html(checks, figures, meta))
+    module.exit_json(
+        changed=changed,
+        checks=checks,
+        summary=_gates.summary(checks),
+        failed=[_gates.describe(c) for c in checks if not c["passed"]],
+        text=text,
+        gates=g,
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+"""Helpers of the lab cluster tests: the Cluster handle and polling (fixtures in conftest.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+CRDS = REPO.parent / "shared" / "crds"
+_COLLECTIONS = REPO / ".collections"
+if str(_COLLECTIONS) not in sys.path:
+    sys.path.insert(0, str(_COLLECTIONS))
+
+NODES = {"gpu-node-01": "dgx-h200-8x8@1", "gpu-node-02": "dgx-h200-8x8@2"}
+
+
+def wait_until(check: Callable[[], Any], what: str, timeout: float = 60, interval: float = 0.25) -> Any:
+    """Poll `check` until it returns something truthy; fail naming `what` and the last value."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(interval)
+    pytest.fail(f"{what}: not reached within {timeout} s (last: {last!r})")
+
+
+class Cluster:
+    def __init__(self, state: Path, bindir: Path, sysroots: Path):
+        self.state = state
+        self.bin = bindir
+        self.sysroots = sysroots
+        self.admin = state / "admin.kubeconfig"
+        self.kubeconfig = state / "kubeconfig"  # the collection's least-privilege identity
+        self.env = dict(os.environ, GPUFABRIC_KUBE_DIR=str(state))
+
+    def kube_sh(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [str(REPO / "lab" / "kube.sh"), *args], env=self.env, capture_output=True, text=True, check=check
+        )
+
+    def kubectl(self, *args: str, kubeconfig: Optional[Path] = None, check: bool = True, timeout: float = 120):
+        res = subprocess.run(
+            [str(self.bin / "kubectl"), "--kubeconfig", str(kubeconfig or self.admin), *args],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=timeout,
+        )
+        if check and res.returncode != 0:
+            pytest.fail(f"kubectl {' '.join(args)} failed ({res.returncode}): {res.stderr.strip()}")
+        return res
+
+    def apply(self, objects: List[Dict[str, Any]], kubeconfig: Optional[Path] = None) -> None:
+        doc = json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
+        res = subprocess.run(
+            [
+                str(self.bin / "kubectl"),
+                "--kubeconfig",
+                str(kubeconfig or self.admin),
+                "apply",
+                "--server-side",
+                "--field-manager=integration-test",
+                "-f",
+                "-",
+            ],
+            input=doc,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if res.returncode != 0:
+            pytest.fail(f"kubectl apply failed: {res.stderr.strip()}")
+
+    def api(self, kubeconfig: Optional[Path] = None):
+        from kubernetes import config
+
+        return config.new_client_from_config(config_file=str(kubeconfig or self.admin))

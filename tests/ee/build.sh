@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# Build the execution environment image with ansible-builder and podman, then check inside it that
+# the collection, its dependency collections, Python and system dependencies and Helm are there.
+#
+# No registry or Galaxy server is reachable here, so two inputs of execution-environment.yml are
+# stood in for, and nothing else is changed:
+# - the base image is lab/ee/base.sh's local Debian 12 image (--build-arg EE_BASE_IMAGE);
+# - the collections of requirements.yml are seeded from the pinned `ansible` package into the
+#   galaxy stage, and its `ansible-galaxy collection install -r requirements.yml` runs --offline,
+#   so it still checks that those versions satisfy requirements.yml.
+# Python packages come from PyPI and Debian packages from the Debian mirror, as in a real build.
+# Skips (saying so) only when podman cannot be had: no podman and no root/apt to install it.
+#
+# Usage: tests/ee/build.sh [--keep]   (--keep leaves the built image in podman)
+set -euo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+# shellcheck source=lab/common.sh
+source "${repo}/lab/common.sh"
+keep="${1:-}"
+
+if ! command -v podman >/dev/null 2>&1 && { [[ "$(id -u)" != 0 ]] || ! command -v apt-get >/dev/null 2>&1; }; then
+    echo "SKIPPED: the execution environment build needs podman, which is not installed and cannot be (not root or no apt-get)"
+    exit 0
+fi
+lab_require_tools
+lab_containers_conf
+python="${repo}/.venv/bin/python"
+[[ -x "${python}" ]] || die "run 'make venv' first"
+export PATH="${repo}/.venv/bin:${PATH}"
+
+started=$(date +%s)
+base="$("${repo}/lab/ee/base.sh")"
+work="$(mktemp -d "${TMPDIR:-/tmp}/gpufabric-ee.XXXXXX")"
+image="localhost/gpufabric-rollout-ee:test-$$"
+# shellcheck disable=SC2329  # run by the EXIT trap
+cleanup() {
+    rm -rf "${work}"
+    [[ "${keep}" == "--keep" ]] || podman image rm -f "${image}" >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+
+cp "${repo}/execution-environment.yml" "${repo}/requirements.yml" "${repo}/bindep.txt" "${work}/"
+mkdir -p "${work}/meta" "${work}/seed/ansible_collections"
+cp "${repo}/meta/ee-requirements.txt" "${work}/meta/"
+(cd "${repo}" && ansible-galaxy collection build --force --output-path "${work}/dist" >/dev/null)
+site="$("${python}" -c 'import ansible_collections, os; print(os.path.dirname(ansible_collections.__file__))' 2>/dev/null ||
+    "${python}" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"] + "/ansible_collections")')"
+for collection in $("${python}" -c 'import sys, yaml; print(" ".join(c["name"] for c in yaml.safe_load(open(sys.argv[1]))["collections"]))' "${work}/requirements.yml"); do
+    mkdir -p "${work}/seed/ansible_collections/${collection%%.*}"
+    cp -a "${site}/${collection/.//}" "${work}/seed/ansible_collections/${collection/.//}"
+done
+"${python}" - "${work}/execution-environment.yml" <<'PY'
+import sys
+import yaml
+
+path = sys.argv[1]
+ee = yaml.safe_load(open(path))
+# ansible-builder copies the directory's content into _build/seed
+ee.setdefault("additional_build_files", []).append({"src": "seed/ansible_collections", "dest": "seed"})
+steps = ee.setdefault("additional_build_steps", {})
+steps["prepend_galaxy"] = ["COPY _build/seed /usr/share/ansible/collections/ansible_collections"] + list(
+    steps.get("prepend_galaxy") or []
+)
+yaml.safe_dump(ee, open(path, "w"), sort_keys=False)
+PY
+
+log "ansible-builder build (base ${base})"
+build_started=$(date +%s)
+if ! ansible-builder build -f "${work}/execution-environment.yml" -c "${work}/context" -t "${image}" \
+    --container-runtime podman --build-arg "EE_BASE_IMAGE=${base}" \
+    --build-arg "ANSIBLE_GALAXY_CLI_COLLECTION_OPTS=--offline" \
+    --extra-build-cli-args "--network host" -v 2 >"${work}/build.log" 2>&1; then
+    tail -n 60 "${work}/build.log" >&2
+    die "ansible-builder build failed"
+fi
+build_seconds=$(( $(date +%s) - build_started ))
+
+status=0
+check() {  # check NAME COMMAND...: run COMMAND in the image, keep its output in ${out}
+    local name="$1"; shift
+    if ! out="$(podman run --rm --network none "${image}" "$@" 2>&1)"; then
+        echo "FAIL ${name}: ${out}" >&2
+        status=1
+        return 1
+    fi
+    echo "ok   ${name}"
+}
+
+check "ansible-doc lists the collection's modules" ansible-doc -l gpufabric.rollout && {
+    for m in "${repo}"/plugins/modules/*.py; do
+        name="gpufabric.rollout.$(basename "${m}" .py)"
+        grep -q "^${name} " <<<"${out}" || { echo "FAIL ansible-doc does not list ${name} in the image" >&2; status=1; }
+    done
+}
+check "ansible-doc lists the collection's filters" ansible-doc -t filter -l gpufabric.rollout &&
+    { grep -q '^gpufabric.rollout.awx_survey ' <<<"${out}" || { echo "FAIL no awx_survey filter in the image" >&2; status=1; }; }
+check "the dependency collections are installed" ansible-galaxy collection list --format yaml
+if ! "${python}" -c '
+import sys, yaml
+from ansible.galaxy.dependency_resolution.versioning import meets_requirements
+installed = {}
+for path in yaml.safe_load(sys.stdin).values():
+    installed.update({name: info["version"] for name, info in path.items()})
+for req in yaml.safe_load(open(sys.argv[1]))["collections"]:
+    have = installed.get(req["name"])
+    if have is None or not meets_requirements(have, req["version"]):
+        sys.exit("{} {} does not meet {}".format(req["name"], have, req["version"]))
+if "gpufabric.rollout" not in installed:
+    sys.exit("gpufabric.rollout is not installed")
+print("     " + ", ".join(f"{k} {v}" for k, v in sorted(installed.items())))
+' "${repo}/requirements.yml" <<<"${out}"; then
+    status=1
+fi
+check "the Python dependencies import" python3 -c 'import ansible_runner, kubernetes, netaddr, jmespath, matplotlib, yaml; print(kubernetes.__version__, netaddr.__version__, matplotlib.__version__)' &&
+    echo "     kubernetes, netaddr, matplotlib: ${out}"
+check "Helm 3.17 is on PATH" helm version --short && { grep -q '^v3\.17\.' <<<"${out}" || { echo "FAIL helm ${out}" >&2; status=1; }; }
+check "ssh, sshpass and git are installed" sh -c 'ssh -V 2>&1 && command -v sshpass && git --version'
+if check "ansible-core and ansible-runner at the pinned versions" sh -c 'ansible --version | head -1; ansible-runner --version'; then
+    if ! grep -q 'core 2.19.14' <<<"${out}" || [[ "$(tail -n 1 <<<"${out}")" != "2.4.3" ]]; then
+        echo "FAIL versions: ${out}" >&2
+        status=1
+    fi
+fi
+check "the collection's filter runs in the image" ansible localhost -m ansible.builtin.debug \
+    -a "msg={{ [{'identifier': 'a', 'stage': 's'}] | gpufabric.rollout.awx_workflow_nodes({'s': 'T'}, 'O') | map(attribute='unified_job_template.name') }}" &&
+    { grep -q '"T"' <<<"${out}" || { echo "FAIL filter output: ${out}" >&2; status=1; }; }
+
+size="$(podman image inspect --format '{{.Size}}' "${image}")"
+echo "execution environment: build ${build_seconds} s (all steps $(( $(date +%s) - started )) s), image $(( size / 1024 / 1024 )) MiB"
+exit "${status}"

