@@ -60,6 +60,11 @@ def k8s_apply_rules(objects):
         raise AnsibleFilterError(str(exc)) from exc
 
 
+def k8s_helm_rules(namespaces):
+    """RBAC-shaped rules that Helm releases in `namespaces` need (the namespace, the release records)."""
+    return _k8s_access.helm_release_rules(list(namespaces or []))
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -68,4 +73,5 @@ class FilterModule:
             "cluster_report": cluster_report,
             "k8s_render_files": k8s_render_files,
             "k8s_apply_rules": k8s_apply_rules,
+            "k8s_helm_rules": k8s_helm_rules,
         }

@@ -245,8 +245,9 @@ def plan(values: Mapping[str, Any], records: Mapping[str, Optional[Mapping[str, 
         )
     except _cluster_plan.ClusterPlanError as exc:
         raise PlanError([str(exc)]) from None
-    storage = _plan_storage_csi.plan(values, nodes, problems)
-    gpu_operator = _plan_gpu_operator.plan(values, nodes, network["config"]["label_prefix"], problems)
+    label_prefix = network["config"]["label_prefix"]
+    gpu_operator = _plan_gpu_operator.plan(values, nodes, label_prefix, problems)
+    storage = _plan_storage_csi.plan(values, nodes, label_prefix, problems)
     if problems:
         raise PlanError(problems)
     result = {

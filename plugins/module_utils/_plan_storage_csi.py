@@ -35,6 +35,8 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
+from ansible_collections.gpufabric.rollout.plugins.module_utils._plan_gpu_operator import MANAGED_BY
+
 DRIVER_NAMES = {
     "nfs": "nfs.csi.k8s.io",
     "lustre": "lustre-csi.hpe.com",
@@ -42,7 +44,8 @@ DRIVER_NAMES = {
     "gpfs": "spectrumscale.csi.ibm.com",
     "nvmeof": "csi.nvmf.com",
 }
-MANAGED_BY = {"app.kubernetes.io/managed-by": "gpufabric-rollout"}
+# The kinds of custom resources the plan writes, and their CRDs (the CRD's plural is the RBAC resource).
+CRD_NAMES = {"CSIScaleOperator": "csiscaleoperators.csi.ibm.com"}
 # Images the charts and manifests reference by default, so that a mirror can take each one.
 WEKA_IMAGES = {
     "livenessprobesidecar": "registry.k8s.io/sig-storage/livenessprobe:v2.18.0",
@@ -129,6 +132,11 @@ def _meta(name: str, namespace: Optional[str] = None, labels: Optional[Mapping[s
     return meta
 
 
+def _fs_label(fs: Mapping[str, Any], prefix: str) -> Dict[str, str]:
+    """The label that ties an object to its filesystem."""
+    return {f"{prefix}/filesystem": fs["name"]}
+
+
 def _secret_params(name: str, namespace: str, kinds: Tuple[str, ...]) -> Dict[str, str]:
     out = {}
     for kind in kinds:
@@ -137,13 +145,13 @@ def _secret_params(name: str, namespace: str, kinds: Tuple[str, ...]) -> Dict[st
     return out
 
 
-def _storage_class(fs: Mapping[str, Any], drivers: Mapping[str, Any]) -> List[Dict[str, Any]]:
+def _storage_class(fs: Mapping[str, Any], drivers: Mapping[str, Any], prefix: str) -> List[Dict[str, Any]]:
     k8s = fs["k8s"]
     backend = fs["backend"]
     sc: Dict[str, Any] = {
         "apiVersion": "storage.k8s.io/v1",
         "kind": "StorageClass",
-        "metadata": _meta(k8s["storage_class"], labels={"gpufabric.io/filesystem": fs["name"]}),
+        "metadata": _meta(k8s["storage_class"], labels=_fs_label(fs, prefix)),
         "provisioner": DRIVER_NAMES[backend],
         "reclaimPolicy": k8s["reclaim_policy"],
         "volumeBindingMode": "Immediate",
@@ -161,7 +169,7 @@ def _storage_class(fs: Mapping[str, Any], drivers: Mapping[str, Any]) -> List[Di
                 {
                     "apiVersion": "v1",
                     "kind": "Secret",
-                    "metadata": _meta(secret, namespace, {"gpufabric.io/filesystem": fs["name"]}),
+                    "metadata": _meta(secret, namespace, _fs_label(fs, prefix)),
                     "type": "Opaque",
                     "stringData": {"mountOptions": ",".join(fs["mount_options"])},
                 }
@@ -187,10 +195,11 @@ def _storage_class(fs: Mapping[str, Any], drivers: Mapping[str, Any]) -> List[Di
     return [sc, *extra]
 
 
-def _static(fs: Mapping[str, Any], drivers: Mapping[str, Any], label: str) -> List[Dict[str, Any]]:
+def _static(fs: Mapping[str, Any], drivers: Mapping[str, Any], prefix: str) -> List[Dict[str, Any]]:
     k8s = fs["k8s"]
     backend = fs["backend"]
     name = k8s["storage_class"]
+    node_label = f"{prefix}/fs-{fs['name']}"
     csi: Dict[str, Any] = {"driver": DRIVER_NAMES[backend]}
     access = ["ReadWriteMany"]
     mount_options = list(fs["mount_options"])
@@ -221,7 +230,7 @@ def _static(fs: Mapping[str, Any], drivers: Mapping[str, Any], label: str) -> Li
     pv: Dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "PersistentVolume",
-        "metadata": _meta(name, labels={"gpufabric.io/filesystem": fs["name"]}),
+        "metadata": _meta(name, labels=_fs_label(fs, prefix)),
         "spec": {
             "capacity": {"storage": k8s["capacity"]},
             "volumeMode": "Filesystem",
@@ -232,7 +241,9 @@ def _static(fs: Mapping[str, Any], drivers: Mapping[str, Any], label: str) -> Li
             "csi": csi,
             "nodeAffinity": {
                 "required": {
-                    "nodeSelectorTerms": [{"matchExpressions": [{"key": label, "operator": "In", "values": ["true"]}]}]
+                    "nodeSelectorTerms": [
+                        {"matchExpressions": [{"key": node_label, "operator": "In", "values": ["true"]}]}
+                    ]
                 }
             },
         },
@@ -242,7 +253,7 @@ def _static(fs: Mapping[str, Any], drivers: Mapping[str, Any], label: str) -> Li
     pvc = {
         "apiVersion": "v1",
         "kind": "PersistentVolumeClaim",
-        "metadata": _meta(name, k8s["namespace"], {"gpufabric.io/filesystem": fs["name"]}),
+        "metadata": _meta(name, k8s["namespace"], _fs_label(fs, prefix)),
         "spec": {
             "accessModes": list(access),
             "storageClassName": name,
@@ -347,40 +358,46 @@ def _scale_cr(fss: List[Mapping[str, Any]], config: Mapping[str, Any], registry:
     return {
         "apiVersion": "csi.ibm.com/v1",
         "kind": "CSIScaleOperator",
-        "metadata": _meta(config.get("release_name") or "ibm-spectrum-scale-csi", config["namespace"]),
+        "metadata": _meta(config["release_name"], config["namespace"]),
         "spec": _merge(spec, config.get("values") or {}),
     }
 
 
-def plan(values: Mapping[str, Any], nodes: Mapping[str, Mapping[str, Any]], problems: List[str]) -> Dict[str, Any]:
-    """The storage_csi role's part of the cluster plan; appends to ``problems`` what makes it invalid."""
+def plan(
+    values: Mapping[str, Any], nodes: Mapping[str, Mapping[str, Any]], label_prefix: str, problems: List[str]
+) -> Optional[Dict[str, Any]]:
+    """The storage_csi role's part of the cluster plan, None when the role is not part of the cluster layer;
+    appends to ``problems`` what makes it invalid."""
     fss, where, fs_problems = filesystems(nodes)
     problems.extend(fs_problems)
-    prefix = str((values.get("gpufabric_rails") or {}).get("label_prefix") or "gpufabric.io")
-    drivers_cfg = values.get("storage_csi_drivers") or {}
-    registry = str(values.get("storage_csi_image_registry") or "")
     csi = [fs for fs in fss if fs["pods"] in ("storageclass", "static_pv")]
+    if "storage_csi_drivers" not in values:
+        for fs in csi:
+            problems.append(
+                f"gpufabric_storage: filesystem {fs['name']!r} has pods: {fs['pods']}, but storage_csi is not in "
+                "plan_cluster_roles: nothing would install its CSI driver and objects; add it, or set pods: host or "
+                "none"
+            )
+        return None
+    drivers_cfg = values["storage_csi_drivers"]
+    registry = str(values.get("storage_csi_image_registry") or "")
     backends = [b for b in ("nfs", "lustre", "weka", "gpfs", "nvmeof") if any(fs["backend"] == b for fs in csi)]
-    drivers: Dict[str, Dict[str, Any]] = {}
-    for backend in backends:
-        config = drivers_cfg.get(backend) or {"namespace": "kube-system"}
-        drivers[backend] = _install(backend, config, registry, problems)
+    drivers = {backend: _install(backend, drivers_cfg[backend], registry, problems) for backend in backends}
     objects: Dict[str, List[Dict[str, Any]]] = {"storage_classes": [], "volumes": [], "operators": []}
     for fs in csi:
-        label = f"{prefix}/fs-{fs['name']}"
         if fs["pods"] == "storageclass":
-            objects["storage_classes"] += _storage_class(fs, drivers)
+            objects["storage_classes"] += _storage_class(fs, drivers, label_prefix)
         else:
-            objects["volumes"] += _static(fs, drivers, label)
+            objects["volumes"] += _static(fs, drivers, label_prefix)
     if "gpfs" in drivers:
         gpfs = [fs for fs in csi if fs["backend"] == "gpfs"]
-        cfg = drivers_cfg.get("gpfs") or {"namespace": "ibm-spectrum-scale-csi-driver"}
-        objects["operators"].append(_scale_cr(gpfs, cfg, registry, f"{prefix}/storage-gpfs", problems))
+        label = f"{label_prefix}/storage-gpfs"
+        objects["operators"].append(_scale_cr(gpfs, drivers_cfg["gpfs"], registry, label, problems))
     labels: Dict[str, Dict[str, str]] = {}
     for fs in fss:
         for node in where.get(fs["name"], []):
-            labels.setdefault(node, {})[f"{prefix}/fs-{fs['name']}"] = "true"
-            labels[node][f"{prefix}/storage-{fs['backend']}"] = "true"
+            labels.setdefault(node, {})[f"{label_prefix}/fs-{fs['name']}"] = "true"
+            labels[node][f"{label_prefix}/storage-{fs['backend']}"] = "true"
     return {
         "filesystems": [
             {
@@ -394,7 +411,7 @@ def plan(values: Mapping[str, Any], nodes: Mapping[str, Mapping[str, Any]], prob
         ],
         "drivers": drivers,
         "objects": objects,
-        "crds": {"operators": ["csiscaleoperators.csi.ibm.com"] if "gpfs" in drivers else []},
+        "crds": {o["kind"]: CRD_NAMES[o["kind"]] for o in objects["operators"]},
         "node_labels": {node: dict(sorted(v.items())) for node, v in sorted(labels.items())},
     }
 

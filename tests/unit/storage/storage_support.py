@@ -45,3 +45,31 @@ def node_facts(node: int = 1) -> Dict[str, Any]:
     # (lab/repo/packages.yml), so plan without the index (the repository is read on the node).
     facts["doca_index"] = None
     return facts
+
+
+CSI_VARS = {
+    "storage_csi_drivers": {
+        "lustre": {"chart_path": "/opt/lustre-csi-driver/charts/lustre-csi-driver"},
+        "gpfs": {"manifest": "/opt/ibm-spectrum-scale-csi/generated/installer/ibm-spectrum-scale-csi-operator.yaml"},
+        "nvmeof": {
+            "manifest": "/opt/csi-driver-nvmf/deploy/kubernetes",
+            "image": "registry.example.com/nvmfplugin:1.0",
+        },
+    }
+}
+
+
+def cluster_plan(check, cluster_changes=None, node_changes=None) -> Dict[str, Any]:
+    """The cluster plan of two lab nodes with the lab's storage intent (and CSI_VARS, and the changes)."""
+    from ansible_collections.gpufabric.rollout.plugins.module_utils import _plan_cluster, _plan_node
+
+    records = {}
+    for index, name in ((1, "gpu-node-01"), (2, "gpu-node-02")):
+        values, problems = check("node", lab_variables(gpufabric_k8s_node_name=name, **(node_changes or {})))
+        assert problems == []
+        plan = _plan_node.plan_node(values, node_facts(index))
+        records[name] = _plan_cluster.node_record(plan, node_facts(index)["topology"])
+    variables = lab_variables(**{**CSI_VARS, **(cluster_changes or {})})
+    values, problems = check("cluster", variables)
+    assert problems == []
+    return _plan_cluster.plan(values, records)

@@ -8,7 +8,7 @@ import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
-from storage_support import CRDS, UNIT, lab_variables, node_facts
+from storage_support import CRDS, CSI_VARS, UNIT, cluster_plan, lab_variables, node_facts
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils import (
     _cluster_plan,
@@ -19,16 +19,6 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils import (
 from ansible_collections.gpufabric.rollout.plugins.module_utils._plan_node import PlanError
 
 K8S_VERSION = "1.32"
-CSI_VARS = {
-    "storage_csi_drivers": {
-        "lustre": {"chart_path": "/opt/lustre-csi-driver/charts/lustre-csi-driver"},
-        "gpfs": {"manifest": "/opt/ibm-spectrum-scale-csi/generated/installer/ibm-spectrum-scale-csi-operator.yaml"},
-        "nvmeof": {
-            "manifest": "/opt/csi-driver-nvmf/deploy/kubernetes",
-            "image": "registry.example.com/nvmfplugin:1.0",
-        },
-    }
-}
 
 
 def _crd_schemas():
@@ -67,19 +57,6 @@ def validate(obj):
     return "core"
 
 
-def cluster_plan(check, cluster_changes=None, node_changes=None):
-    records = {}
-    for index, name in ((1, "gpu-node-01"), (2, "gpu-node-02")):
-        values, problems = check("node", lab_variables(gpufabric_k8s_node_name=name, **(node_changes or {})))
-        assert problems == []
-        plan = _plan_node.plan_node(values, node_facts(index))
-        records[name] = _plan_cluster.node_record(plan, node_facts(index)["topology"])
-    variables = lab_variables(**{**CSI_VARS, **(cluster_changes or {})})
-    values, problems = check("cluster", variables)
-    assert problems == []
-    return _plan_cluster.plan(values, records)
-
-
 def objects(storage):
     return [o for part in storage["objects"].values() for o in part]
 
@@ -116,7 +93,7 @@ def test_nfs_storage_class_mounts_over_rdma(check):
     assert sc["mountOptions"] == ["vers=4.1", "proto=rdma", "port=20049", "nconnect=4"]
     assert sc["parameters"]["server"] == "172.16.0.200" and sc["parameters"]["share"] == "/export/datasets"
     assert sc["parameters"]["csi.storage.k8s.io/provisioner-secret-name"] == "gpufabric-datasets-mount-options"
-    assert sc["parameters"]["csi.storage.k8s.io/provisioner-secret-namespace"] == "kube-system"
+    assert sc["parameters"]["csi.storage.k8s.io/provisioner-secret-namespace"] == "csi-driver-nfs"
     secret = find(storage, "Secret", "gpufabric-datasets-mount-options")
     assert secret["stringData"] == {"mountOptions": "vers=4.1,proto=rdma,port=20049,nconnect=4"}
 
@@ -184,14 +161,14 @@ def test_weka_and_scale(check):
     ]
     assert cr["spec"]["pluginNodeSelector"] == [{"key": "gpufabric.io/storage-gpfs", "value": "true"}]
     assert "spectrumScale" not in cr["spec"], "without a mirror the operator's own image defaults stay"
-    assert storage["crds"] == {"operators": ["csiscaleoperators.csi.ibm.com"]}
+    assert storage["crds"] == {"CSIScaleOperator": "csiscaleoperators.csi.ibm.com"}
 
 
 def test_driver_installs_pinned_and_configurable(check):
     drivers = cluster_plan(check)["storage"]["drivers"]
     assert drivers["nfs"] == {
         "driver": "nfs.csi.k8s.io",
-        "namespace": "kube-system",
+        "namespace": "csi-driver-nfs",
         "release_name": "csi-driver-nfs",
         "kind": "helm",
         "chart_repo_url": "https://raw.githubusercontent.com/kubernetes-csi/csi-driver-nfs/master/charts",
@@ -327,3 +304,17 @@ def test_manifest_images_are_rewritten():
     container = out[0]["spec"]["template"]["spec"]["containers"][0]
     assert container["image"] == "mirror.lab/ibm-spectrum-scale/op@sha256:1"
     assert container["env"][0]["value"] == "mirror.lab/ibm-spectrum-scale/drv@sha256:2"
+
+
+def test_csi_filesystems_without_the_storage_csi_role_are_refused(check):
+    records = {}
+    for index, name in ((1, "gpu-node-01"), (2, "gpu-node-02")):
+        values, problems = check("node", lab_variables(gpufabric_k8s_node_name=name))
+        assert problems == []
+        records[name] = _plan_cluster.node_record(
+            _plan_node.plan_node(values, node_facts(index)), node_facts(index)["topology"]
+        )
+    problems = []
+    assert _plan_storage_csi.plan({}, records, "gpufabric.io", problems) is None
+    assert [p.split("'")[1] for p in problems] == ["blocks", "checkpoints", "datasets", "models", "scratch"]
+    assert all("storage_csi is not in plan_cluster_roles" in p and "pods: host or none" in p for p in problems)

@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from storage_support import CRDS, REPO
-from test_storage_csi_plan import CSI_VARS, cluster_plan
+from storage_support import CRDS, CSI_VARS, REPO, cluster_plan
 
 RENDER = {"storage_csi_image_registry": "mirror.lab/csi", "gpufabric_k8s_mode": "render"}
 PLAYBOOK = """
