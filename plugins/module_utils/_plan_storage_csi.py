@@ -382,7 +382,9 @@ def plan(
     drivers_cfg = values["storage_csi_drivers"]
     registry = str(values.get("storage_csi_image_registry") or "")
     backends = [b for b in ("nfs", "lustre", "weka", "gpfs", "nvmeof") if any(fs["backend"] == b for fs in csi)]
-    drivers = {backend: _install(backend, drivers_cfg[backend], registry, problems) for backend in backends}
+    # Drivers an administrator installs (storage_csi_install_drivers false) need no source here.
+    sources: List[str] = problems if values.get("storage_csi_install_drivers", True) else []
+    drivers = {backend: _install(backend, drivers_cfg[backend], registry, sources) for backend in backends}
     objects: Dict[str, List[Dict[str, Any]]] = {"storage_classes": [], "volumes": [], "operators": []}
     for fs in csi:
         if fs["pods"] == "storageclass":

@@ -318,3 +318,18 @@ def test_csi_filesystems_without_the_storage_csi_role_are_refused(check):
     assert _plan_storage_csi.plan({}, records, "gpufabric.io", problems) is None
     assert [p.split("'")[1] for p in problems] == ["blocks", "checkpoints", "datasets", "models", "scratch"]
     assert all("storage_csi is not in plan_cluster_roles" in p and "pods: host or none" in p for p in problems)
+
+
+def test_drivers_an_administrator_installs_need_no_source(check):
+    with pytest.raises(PlanError) as refused:
+        cluster_plan(check, {"storage_csi_drivers": {}})
+    assert [p.split(":")[0] for p in refused.value.problems] == [
+        "storage_csi_drivers.lustre.chart_path",
+        "storage_csi_drivers.gpfs.manifest",
+        "storage_csi_drivers.nvmeof.manifest",
+        "storage_csi_drivers.nvmeof.image",
+    ]
+    storage = cluster_plan(check, {"storage_csi_drivers": {}, "storage_csi_install_drivers": False})["storage"]
+    assert sorted(storage["drivers"]) == ["gpfs", "lustre", "nfs", "nvmeof", "weka"]
+    assert storage["drivers"]["nfs"]["namespace"] == "csi-driver-nfs", "the NFS Secrets still go to its namespace"
+    assert len(objects(storage)) == len(objects(cluster_plan(check)["storage"]))
