@@ -25,8 +25,6 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils import _doca
 from ansible_collections.gpufabric.rollout.plugins.module_utils import _storage_backends as B
 from ansible_collections.gpufabric.rollout.plugins.module_utils._storage_rules import storage_pods
 
-USERSPACE_RDMA = ("weka", "gpfs")  # cuFile's own RDMA (libcufile_rdma): properties.rdma_dev_addr_list
-
 
 # --------------------------------------------------------------------------------------------- NICs
 def _ports(topology: Mapping[str, Any]) -> List[Tuple[Mapping[str, Any], Mapping[str, Any]]]:
@@ -152,10 +150,10 @@ def _nfs(fs: Mapping[str, Any], port: int) -> Dict[str, Any]:
         expect["nconnect"] = str(nfs["nconnect"])
     return {
         "src": f"{fs['servers'][0]}:{fs['export']}",
-        "fstype": "nfs",
+        "fstype": B.FSTYPE["nfs"],
         "options": opts,
         "host_options": ["_netdev"],
-        "expect_fstype": "nfs" if version == "3" else "nfs4",
+        "expect_fstype": "nfs" if version == "3" else "nfs4",  # /proc/mounts names NFSv4.x nfs4
         "expect_options": expect,
     }
 
@@ -169,10 +167,10 @@ def _lustre(fs: Mapping[str, Any]) -> Dict[str, Any]:
     nids = [f"{server}@{net}" for server in fs["servers"]]
     return {
         "src": ":".join(nids) + f":/{fs['export']}",
-        "fstype": "lustre",
+        "fstype": B.FSTYPE["lustre"],
         "options": [],
         "host_options": ["_netdev", "x-systemd.requires=lnet.service", "x-systemd.after=lnet.service"],
-        "expect_fstype": "lustre",
+        "expect_fstype": B.FSTYPE["lustre"],
         "expect_options": {},
         "nids": nids,
         "lnet_network": net,
@@ -184,7 +182,7 @@ def _weka(fs: Mapping[str, Any], nics: List[Dict[str, Any]]) -> Dict[str, Any]:
     cores = int((fs.get("weka") or {}).get("num_cores") or 1)
     return {
         "src": ",".join(fs["servers"]) + f"/{fs['export']}",
-        "fstype": "wekafs",
+        "fstype": B.FSTYPE["weka"],
         "options": [*nets, f"num_cores={cores}"],
         "host_options": [
             "_netdev",
@@ -192,7 +190,7 @@ def _weka(fs: Mapping[str, Any], nics: List[Dict[str, Any]]) -> Dict[str, Any]:
             "x-systemd.after=weka-agent.service",
             "x-systemd.mount-timeout=infinity",
         ],
-        "expect_fstype": "wekafs",
+        "expect_fstype": B.FSTYPE["weka"],
         "expect_options": {},
     }
 

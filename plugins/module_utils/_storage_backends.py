@@ -40,7 +40,7 @@ PORTS: Dict[Tuple[str, str], int] = {
     ("nvmeof", "tcp"): 4420,
 }
 
-# The filesystem type the kernel shows in /proc/mounts (nfs4 for NFS version 4.x).
+# The filesystem type of the mount (fstab, mount -t); /proc/mounts shows NFS version 4.x as nfs4.
 FSTYPE: Dict[str, str] = {"nfs": "nfs", "lustre": "lustre", "weka": "wekafs", "gpfs": "gpfs"}
 
 # cuFile's fs.<section> for the filesystem (NVMe-oF is a block device: no fs section).
@@ -70,6 +70,3 @@ DOCA_COMPONENT: Dict[str, Tuple[str, str]] = {
     "nfs": ("nfsrdma", "mlnx-nfsrdma"),
     "nvmeof": ("nvmf", "mlnx-nvme"),
 }
-
-# The discovery NQN every NVMe-oF discovery controller answers to (NVMe-oF specification).
-NVME_DISCOVERY_NQN = "nqn.2014-08.org.nvmexpress.discovery"

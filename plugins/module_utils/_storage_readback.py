@@ -21,6 +21,8 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Mapping, Optional
 
+from ansible_collections.gpufabric.rollout.plugins.module_utils import _storage_backends as B
+
 _ESCAPE = re.compile(r"\\([0-7]{3})")
 
 
@@ -216,7 +218,7 @@ def _check_gpfs(
     if gpfs.get("state") != "active":
         problems.append(f"the Scale daemon is {gpfs.get('state') or 'not running'}")
     device = (fs.get("gpfs") or {}).get("device")
-    mounts = [m for m in observed.get("mounts") or [] if m["fstype"] == "gpfs" and m["source"] == device]
+    mounts = [m for m in observed.get("mounts") or [] if m["fstype"] == B.FSTYPE["gpfs"] and m["source"] == device]
     if not mounts:
         problems.append(f"the Scale filesystem {device} is not mounted")
     elif fs.get("mount_point") and not any(m["target"] == fs["mount_point"] for m in mounts):
@@ -303,7 +305,7 @@ def nvme_missing(section: Mapping[str, Any], observed: Mapping[str, Any]) -> Lis
 
 def gpfs_unmounted(section: Mapping[str, Any], observed: Mapping[str, Any]) -> List[str]:
     """The Storage Scale devices planned on this node that are not mounted."""
-    mounted = {m["source"] for m in observed.get("mounts") or [] if m["fstype"] == "gpfs"}
+    mounted = {m["source"] for m in observed.get("mounts") or [] if m["fstype"] == B.FSTYPE["gpfs"]}
     return [d for d in ((section.get("gpfs") or {}).get("devices") or []) if d not in mounted]
 
 
