@@ -383,8 +383,12 @@ def plan(
     registry = str(values.get("storage_csi_image_registry") or "")
     backends = [b for b in ("nfs", "lustre", "weka", "gpfs", "nvmeof") if any(fs["backend"] == b for fs in csi)]
     # Drivers an administrator installs (storage_csi_install_drivers false) need no source here.
-    sources: List[str] = problems if values.get("storage_csi_install_drivers", True) else []
-    drivers = {backend: _install(backend, drivers_cfg[backend], registry, sources) for backend in backends}
+    install = bool(values.get("storage_csi_install_drivers", True))
+    drivers = {
+        backend: _install(backend, drivers_cfg[backend], registry, problems if install else []) for backend in backends
+    }
+    for driver in drivers.values():
+        driver["install"] = install
     objects: Dict[str, List[Dict[str, Any]]] = {"storage_classes": [], "volumes": [], "operators": []}
     for fs in csi:
         if fs["pods"] == "storageclass":
@@ -431,5 +435,7 @@ def summary_lines(storage: Optional[Mapping[str, Any]]) -> List[str]:
             or driver.get("manifest")
             or (f"{driver.get('chart_repo_url')} {driver.get('chart_name')} {driver.get('chart_version')}")
         )
+        if not driver.get("install", True):
+            source = "installed by the cluster administrator (storage_csi_install_drivers: false)"
         lines.append(f"  CSI {driver['driver']} ({driver['kind']}): {source}")
     return lines

@@ -176,6 +176,7 @@ def test_driver_installs_pinned_and_configurable(check):
         "chart_version": "4.13.4",
         "chart_path": "",
         "values": {},
+        "install": True,
     }
     assert drivers["lustre"]["chart_path"] == "/opt/lustre-csi-driver/charts/lustre-csi-driver"
     assert drivers["lustre"]["values"] == {
@@ -329,7 +330,10 @@ def test_drivers_an_administrator_installs_need_no_source(check):
         "storage_csi_drivers.nvmeof.manifest",
         "storage_csi_drivers.nvmeof.image",
     ]
-    storage = cluster_plan(check, {"storage_csi_drivers": {}, "storage_csi_install_drivers": False})["storage"]
+    plan = cluster_plan(check, {"storage_csi_drivers": {}, "storage_csi_install_drivers": False})
+    storage = plan["storage"]
     assert sorted(storage["drivers"]) == ["gpfs", "lustre", "nfs", "nvmeof", "weka"]
+    assert not any(d["install"] for d in storage["drivers"].values())
+    assert "  CSI nfs.csi.k8s.io (helm): installed by the cluster administrator" in plan["summary"]
     assert storage["drivers"]["nfs"]["namespace"] == "csi-driver-nfs", "the NFS Secrets still go to its namespace"
     assert len(objects(storage)) == len(objects(cluster_plan(check)["storage"]))
