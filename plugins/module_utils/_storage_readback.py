@@ -92,20 +92,27 @@ def parse_nvme_address(text: str) -> Dict[str, str]:
 
 
 def parse_mmlsconfig(text: str, node: str) -> Dict[str, str]:
-    """Attribute values for ``node``: node-specific lines ("attr value [n1,n2]") win over common ones."""
+    """Attribute values for ``node`` from mmlsconfig: the whole configuration (``[node,...]`` sections after the
+    common values, ``[common]`` back to them) or chosen attributes ("attr value [n1,n2]"); node values win."""
     common: Dict[str, str] = {}
     mine: Dict[str, str] = {}
+    section: Optional[List[str]] = None  # the nodes of the current [section]; None: common
     for raw in text.splitlines():
         line = raw.strip()
-        if not line or line.endswith(":") or line.startswith(("-", "[")):
+        if not line or line.endswith(":") or line.startswith("-"):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            names = [n.strip() for n in line[1:-1].split(",")]
+            section = None if names == ["common"] else names
             continue
         match = re.match(r"^(\S+)\s+(.*?)(?:\s+\[([^\]]*)\])?$", line)
         if not match:
             continue
         key, value, nodes = match.groups()
-        if nodes is None:
+        targets = [n.strip() for n in nodes.split(",")] if nodes is not None else section
+        if targets is None:
             common[key] = value
-        elif node in [n.strip() for n in nodes.split(",")]:
+        elif node in targets:
             mine[key] = value
     return {**common, **mine}
 

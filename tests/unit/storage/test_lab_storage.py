@@ -316,6 +316,8 @@ def test_scale_commands(lab, monkeypatch):
     assert stranger.returncode == 1 and "does not belong to a GPFS cluster" in stranger.stderr
     bad = run(lab, "mmfs", "mmchconfig", "verbsPorts=mlx5_99/1", "-N", "storage-node1", check=False)
     assert bad.returncode == 1 and "mlx5_99/1 does not exist" in bad.stderr
+    unknown = run(lab, "mmfs", "mmchconfig", "key=value", "-N", "storage-node1", check=False)
+    assert unknown.returncode == 1 and "key: not an attribute" in unknown.stderr
     run(lab, "mmfs", "mmchconfig", "verbsRdma=enable,verbsPorts=mlx5_2/1 mlx5_0/1", "-N", "storage-node1")
     shown = run(lab, "mmfs", "mmlsconfig", "verbsPorts,verbsRdma").stdout
     assert "verbsPorts mlx5_2/1 mlx5_0/1 [storage-node1]" in shown and "verbsRdma disable\n" in shown

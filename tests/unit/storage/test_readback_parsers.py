@@ -57,5 +57,22 @@ def test_nvme_address_and_scale_output():
     text = "verbsRdma enable\nverbsPorts mlx5_0/1 [n1,n2]\nverbsPorts mlx5_2/1 mlx5_3/1 [n3]\n"
     assert R.parse_mmlsconfig(text, "n3") == {"verbsRdma": "enable", "verbsPorts": "mlx5_2/1 mlx5_3/1"}
     assert R.parse_mmlsconfig(text, "n9") == {"verbsRdma": "enable"}
+    # The whole configuration, as mmlsconfig without attributes prints it (IBM Storage Scale command
+    # reference, mmlsconfig example): node sections after the common values, "[common]" back to them.
+    whole = (
+        "Configuration data for cluster lab.scale:\n------------------\nclusterName lab.scale\n"
+        "verbsRdma disable\npagepool 1G\n[n1,n2]\nverbsRdma enable\nverbsPorts mlx5_0/1\n[n3]\npagepool 2G\n"
+        "[common]\nautoload yes\n\nFile systems in cluster lab.scale:\n------------------\n/dev/models\n"
+    )
+    assert R.parse_mmlsconfig(whole, "n2") == {
+        "clusterName": "lab.scale",
+        "verbsRdma": "enable",
+        "pagepool": "1G",
+        "verbsPorts": "mlx5_0/1",
+        "autoload": "yes",
+    }
+    assert R.parse_mmlsconfig(whole, "n3")["verbsRdma"] == "disable" and "verbsPorts" not in R.parse_mmlsconfig(
+        whole, "n3"
+    )
     table = " Node number  Node name        GPFS state\n-----\n       1      n3               arbitrating\n"
     assert R.parse_mmgetstate(table, "n3") == "arbitrating" and R.parse_mmgetstate(table, "n1") is None
