@@ -503,9 +503,24 @@ def validate_rules(values: Mapping[str, Any], problems: Problems) -> None:
         problems.append(f"validate_nccl_binary: {show(binary)} must be an absolute path in the image")
 
 
+# --------------------------------------------------------------------------------------------- storage
+def storage_rules(values: Mapping[str, Any], problems: Problems) -> None:
+    """gpufabric_storage (the rules live in _storage_rules, which uses this module's helpers)."""
+    from ansible_collections.gpufabric.rollout.plugins.module_utils import _storage_rules
+
+    _storage_rules.storage_rules(values, problems)
+
+
+def storage_csi_rules(values: Mapping[str, Any], problems: Problems) -> None:
+    from ansible_collections.gpufabric.rollout.plugins.module_utils import _storage_rules
+
+    _storage_rules.storage_csi_rules(values, problems)
+
+
 NODE_RULES: Sequence[Rule] = (
     fabric_rules,
     node_scalar_rules,
+    storage_rules,
     roce_rules,
     gpudirect_rules,
     doca_rules,
@@ -514,7 +529,7 @@ NODE_RULES: Sequence[Rule] = (
     gpu_driver_rules,
     validate_rules,
 )
-CLUSTER_RULES: Sequence[Rule] = (rails_rules, k8s_rules, chart_rules, gpu_operator_rules)
+CLUSTER_RULES: Sequence[Rule] = (rails_rules, k8s_rules, chart_rules, gpu_operator_rules, storage_csi_rules)
 
 
 def problems_of(values: Mapping[str, Any], rules: Sequence[Rule]) -> Problems:

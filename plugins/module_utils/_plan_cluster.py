@@ -23,13 +23,15 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils import (
     _cluster_report,
     _k8s_publish,
     _plan_gpu_operator,
+    _plan_storage,
+    _plan_storage_csi,
     _qos_plan,
 )
 from ansible_collections.gpufabric.rollout.plugins.module_utils._cluster_intent import ClusterPlanError
 from ansible_collections.gpufabric.rollout.plugins.module_utils._plan_node import PlanError
 
 SCHEMA_VERSION = 1
-RECORD_VERSION = 2  # 2: gpu.driver carries managed_by and precompiled
+RECORD_VERSION = 3  # 2: gpu.driver carries managed_by and precompiled; 3: storage (the node's filesystems)
 _NIC_KEYS = (
     "bdf",
     "vendor_id",
@@ -78,6 +80,7 @@ def node_record(node_plan: Mapping[str, Any], topology: Mapping[str, Any]) -> Di
         "summary": node_summary(node_plan, topology),
         "gpu": gpu_record(node_plan, topology),
         "topology": compact_topology(topology),
+        "storage": _plan_storage.record(node_plan.get("storage_client")),
     }
 
 
@@ -251,7 +254,9 @@ def plan(
         raise PlanError([str(exc)]) from None
     # Every object carries its owner's labels: the roles prune by them (_k8s_publish).
     network["objects"] = {part: _k8s_publish.own(objs, part) for part, objs in network["objects"].items()}
-    gpu_operator = _plan_gpu_operator.plan(values, nodes, network["config"]["label_prefix"], problems)
+    label_prefix = network["config"]["label_prefix"]
+    gpu_operator = _plan_gpu_operator.plan(values, nodes, label_prefix, problems)
+    storage = _plan_storage_csi.plan(values, nodes, label_prefix, problems)
     if problems:
         raise PlanError(problems)
     if gpu_operator:
@@ -272,6 +277,7 @@ def plan(
         },
         "network": network,
         "network_operator": {"chart_values": network_operator_values(values, rails)},
+        "storage": storage,
         "gpu_operator": gpu_operator,
     }
     result["summary"] = summary_text(result)
@@ -330,6 +336,7 @@ def summary_text(result: Mapping[str, Any]) -> str:
     lines.extend(_plan_gpu_operator.summary_lines(result.get("gpu_operator")))
     counts = ", ".join(f"{part} {len(objs)}" for part, objs in result["network"]["objects"].items())
     lines.append(f"objects: {counts}")
+    lines.extend(_plan_storage_csi.summary_lines(result.get("storage")))
     return "\n".join(lines) + "\n"
 
 

@@ -21,6 +21,7 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils import (
     _gpudirect,
     _nccl,
     _plan_gpu_driver,
+    _plan_storage,
     _plan_validate,
     _qos_plan,
 )
@@ -219,6 +220,7 @@ def gds_section(
     gpudirect: Mapping[str, Any],
     topology: Mapping[str, Any],
     problems: List[str],
+    storage: Optional[Mapping[str, Any]] = None,
 ) -> Optional[Dict[str, Any]]:
     if not values.get("gpufabric_gds_enabled"):
         return None
@@ -248,7 +250,10 @@ def gds_section(
     roles = list(values.get("gpudirect_storage_rdma_nic_roles") or [])
     explicit = list(values.get("gpudirect_storage_rdma_dev_addr_list") or [])
     addrs: List[str] = explicit
-    if not explicit:
+    if not explicit and (storage or {}).get("cufile_addresses"):
+        # gpufabric_storage names the NICs that carry the GDS filesystems; they are cuFile's client addresses.
+        addrs = list(storage["cufile_addresses"])
+    elif not explicit:
         addrs = []
         for nic in topology.get("nics") or []:
             if nic.get("role") not in roles:
@@ -269,6 +274,13 @@ def gds_section(
                 )
             section["rdma_dev_addr_list"] = list(addrs)
         sections[name] = section
+    for name, planned in ((storage or {}).get("cufile") or {}).items():
+        for key in sorted(set(planned) & set(sections.get(name) or {})):
+            problems.append(
+                f"gpudirect_storage_filesystems.{name}.{key}: is planned from gpufabric_storage (the NICs that serve "
+                f"each {name} filesystem); remove it here"
+            )
+        sections[name] = {**(sections.get(name) or {}), **planned}
     return {
         "mode": mode,
         "iommu_on": iommu_on,
@@ -388,7 +400,10 @@ def plan_node(values: Mapping[str, Any], facts: Mapping[str, Any]) -> Dict[str, 
     follow = problems if known else []
     rdma = plan["gpudirect_rdma"] = gpudirect_section(values, gpudirect, mofed_planned(values, doca), follow)
     rdma["peermem_loaded_by"] = _plan_gpu_driver.loaded_by(driver, rdma["method"] == "peermem")
-    gds = plan["gpudirect_storage"] = gds_section(values, rdma["decision"], gpudirect, topology, follow)
+    storage = plan["storage_client"] = _plan_storage.storage_section(
+        values, topology, fabric, plan["doca_ofed"], doca, problems
+    )
+    gds = plan["gpudirect_storage"] = gds_section(values, rdma["decision"], gpudirect, topology, follow, storage)
     if gds is not None:
         gds["nvidia_fs_loaded_by"] = _plan_gpu_driver.loaded_by(driver, gds["mode"] == "nvidia_fs")
     if plan["nccl_version"] is not None:

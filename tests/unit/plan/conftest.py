@@ -24,8 +24,17 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils import _doca, _i
 HERE = Path(__file__).resolve().parent
 UNIT = HERE.parent
 REPO = UNIT.parents[1]
-NODE_ROLES = ["topology", "doca_ofed", "roce", "gpudirect_rdma", "gpudirect_storage", "nccl_config", "validate"]
-CLUSTER_ROLES = ["network_operator", "gpu_operator", "rdma_networks", "sriov_networks"]
+NODE_ROLES = [
+    "topology",
+    "doca_ofed",
+    "roce",
+    "gpudirect_rdma",
+    "gpudirect_storage",
+    "storage_client",
+    "nccl_config",
+    "validate",
+]
+CLUSTER_ROLES = ["network_operator", "gpu_operator", "rdma_networks", "sriov_networks", "storage_csi"]
 
 
 def lab_intent() -> Dict[str, Any]:
