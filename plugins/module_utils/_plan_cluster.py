@@ -18,11 +18,11 @@ import tempfile
 import time
 from typing import Any, Dict, List, Mapping, Optional
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _cluster_plan, _plan_gpu_operator, _qos
+from ansible_collections.gpufabric.rollout.plugins.module_utils import _cluster_plan, _plan_gpu_operator, _qos, _skew
 from ansible_collections.gpufabric.rollout.plugins.module_utils._plan_node import PlanError
 
 SCHEMA_VERSION = 1
-RECORD_VERSION = 2  # 2: gpu.driver carries managed_by and precompiled
+RECORD_VERSION = 3  # 2: gpu.driver carries managed_by and precompiled; 3: upgrade (what an upgrade changes)
 _NIC_KEYS = (
     "bdf",
     "vendor_id",
@@ -71,6 +71,11 @@ def node_record(node_plan: Mapping[str, Any], topology: Mapping[str, Any]) -> Di
         "summary": node_summary(node_plan, topology),
         "gpu": gpu_record(node_plan, topology),
         "topology": compact_topology(topology),
+        # What the upgrade would change on the node (playbooks/upgrade.yml plans its batches from it).
+        "upgrade": {
+            "changes": list(((node_plan.get("upgrade") or {}).get("changes")) or []),
+            "window": bool((node_plan.get("upgrade") or {}).get("window")),
+        },
     }
 
 
@@ -207,8 +212,13 @@ def network_operator_values(values: Mapping[str, Any], rails: Mapping[str, Any])
     return deep_merge(generated, values.get("network_operator_extra_values") or {})
 
 
-def plan(values: Mapping[str, Any], records: Mapping[str, Optional[Mapping[str, Any]]]) -> Dict[str, Any]:
-    """The cluster plan from the checked cluster variables and every GPU node's record."""
+def plan(
+    values: Mapping[str, Any],
+    records: Mapping[str, Optional[Mapping[str, Any]]],
+    skew_rules: Optional[Mapping[str, Any]] = None,
+) -> Dict[str, Any]:
+    """The cluster plan from the checked cluster variables and every GPU node's record; with
+    ``skew_rules`` (roles/plan/files/version_skew.yml) the target versions are checked against them."""
     missing = sorted(host for host, record in records.items() if record is None)
     if missing:
         raise PlanError(
@@ -239,6 +249,10 @@ def plan(values: Mapping[str, Any], records: Mapping[str, Optional[Mapping[str, 
     except _cluster_plan.ClusterPlanError as exc:
         raise PlanError([str(exc)]) from None
     gpu_operator = _plan_gpu_operator.plan(values, nodes, network["config"]["label_prefix"], problems)
+    skew_notes: List[str] = []
+    if skew_rules is not None:
+        refused, skew_notes = _skew.target_set(values, nodes, skew_rules)
+        problems.extend(refused)
     if problems:
         raise PlanError(problems)
     result = {
@@ -258,6 +272,7 @@ def plan(values: Mapping[str, Any], records: Mapping[str, Optional[Mapping[str, 
         "network": network,
         "network_operator": {"chart_values": network_operator_values(values, rails)},
         "gpu_operator": gpu_operator,
+        "skew_notes": skew_notes,
     }
     result["summary"] = summary_text(result)
     return result
@@ -315,6 +330,7 @@ def summary_text(result: Mapping[str, Any]) -> str:
     lines.extend(_plan_gpu_operator.summary_lines(result.get("gpu_operator")))
     counts = ", ".join(f"{part} {len(objs)}" for part, objs in result["network"]["objects"].items())
     lines.append(f"objects: {counts}")
+    lines.extend(f"version skew: {note}" for note in result.get("skew_notes") or [])
     return "\n".join(lines) + "\n"
 
 
