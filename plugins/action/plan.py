@@ -241,7 +241,7 @@ class ActionModule(ActionBase):
             )
         cluster_nodes = self._template(args.get("cluster_nodes"))
         current = plain(self._template(args.get("current") or {}))
-        hosts = [h for h in node_plans] if args.get("hosts") is None else list(self._template(args.get("hosts")))
+        hosts = list(node_plans) if args.get("hosts") is None else list(self._template(args.get("hosts")))
         upgrade = _upgrade.plan(
             values,
             nodes,

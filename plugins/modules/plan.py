@@ -22,9 +22,9 @@ description:
     C(gpufabric_plan)), stores each node's record under O(plan_dir)C(/discovery) and writes C(plan.json) and
     C(summary.txt) to O(plan_dir). Nodes outside the run are planned from their stored record.
   - With O(part=upgrade) (C(playbooks/upgrade.yml)) it checks the upgrade variables (the plan role's C(upgrade)
-    entry point) and plans the rolling upgrade from every node's plan (fact C(gpufabric_upgrade_plan)): the nodes to
-    change and what changes on each, the batches, the cluster phase and its upgrade paths (the version-skew rules of
-    C(roles/plan/files/version_skew.yml)), and the summary C(--check) prints.
+    entry point) and plans the rolling upgrade from every node's plan (fact C(gpufabric_upgrade_plan)), that is the
+    nodes to change and what changes on each, the batches, the cluster phase and its upgrade paths (the version-skew
+    rules of C(roles/plan/files/version_skew.yml)), and the summary C(--check) prints.
   - Every refusal names the variable, the value and what is allowed; all problems are reported at once.
 options:
   part:
