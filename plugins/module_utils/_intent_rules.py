@@ -367,6 +367,14 @@ def gpu_driver_rules(values: Mapping[str, Any], problems: Problems) -> None:
             f"{p}version: is required when {p}managed_by is operator (the driver container tag the GPU Operator "
             "deploys, e.g. 580.95.05)"
         )
+    for index, name in enumerate(driver.get("packages") or []):
+        if not re.match(r"^[a-z0-9][a-z0-9+.-]+$", str(name)):
+            problems.append(f"{p}packages[{index}]: {show(name)} is not a package name")
+    if driver.get("packages") and not version_text:
+        problems.append(
+            f"{p}version: is required with {p}packages (the driver version the packages are installed at, "
+            "e.g. 580.95.05)"
+        )
     if driver.get("managed_by") == "host" and driver.get("precompiled"):
         problems.append(
             f"{p}precompiled: true applies to the GPU Operator's driver, but {p}managed_by is host; "
@@ -517,6 +525,30 @@ def storage_csi_rules(values: Mapping[str, Any], problems: Problems) -> None:
     _storage_rules.storage_csi_rules(values, problems)
 
 
+def upgrade_rules(values: Mapping[str, Any], problems: Problems) -> None:
+    serial = values.get("gpufabric_upgrade_serial")
+    if "gpufabric_upgrade_serial" in values:
+        match = re.match(r"^\s*([0-9]+)\s*(%?)\s*$", str(serial))
+        if not match or int(match.group(1)) < 1 or (match.group(2) and int(match.group(1)) > 100):
+            problems.append(
+                f"gpufabric_upgrade_serial: {show(serial)} is not a number of nodes (1 or more) or a percentage "
+                "(1%-100%) of the nodes to upgrade"
+            )
+    for name, low, high in (
+        ("gpufabric_upgrade_max_fail_percentage", 0, 100),
+        ("gpufabric_upgrade_drain_timeout", 1, 86400),
+        ("gpufabric_upgrade_drain_retry_delay", 1, 3600),
+        ("gpufabric_upgrade_drain_grace_period", -1, 86400),
+        ("gpufabric_upgrade_reboot_timeout", 60, 86400),
+    ):
+        if values.get(name) is not None:
+            in_range(problems, name, values[name], low, high)
+    if values.get("gpufabric_upgrade_drain_grace_period") == 0:
+        problems.append(
+            "gpufabric_upgrade_drain_grace_period: 0 is not allowed; -1 keeps the Pods' own grace period, or 1-86400"
+        )
+
+
 NODE_RULES: Sequence[Rule] = (
     fabric_rules,
     node_scalar_rules,
@@ -530,6 +562,7 @@ NODE_RULES: Sequence[Rule] = (
     validate_rules,
 )
 CLUSTER_RULES: Sequence[Rule] = (rails_rules, k8s_rules, chart_rules, gpu_operator_rules, storage_csi_rules)
+UPGRADE_RULES: Sequence[Rule] = (upgrade_rules,)
 
 
 def problems_of(values: Mapping[str, Any], rules: Sequence[Rule]) -> Problems:

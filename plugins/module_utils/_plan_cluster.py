@@ -26,12 +26,15 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils import (
     _plan_storage,
     _plan_storage_csi,
     _qos_plan,
+    _skew,
 )
 from ansible_collections.gpufabric.rollout.plugins.module_utils._cluster_intent import ClusterPlanError
 from ansible_collections.gpufabric.rollout.plugins.module_utils._plan_node import PlanError
 
 SCHEMA_VERSION = 1
-RECORD_VERSION = 3  # 2: gpu.driver carries managed_by and precompiled; 3: storage (the node's filesystems)
+# 2: gpu.driver carries managed_by and precompiled; 3: storage (the node's filesystems);
+# 4: upgrade (what an upgrade changes)
+RECORD_VERSION = 4
 _NIC_KEYS = (
     "bdf",
     "vendor_id",
@@ -81,6 +84,11 @@ def node_record(node_plan: Mapping[str, Any], topology: Mapping[str, Any]) -> Di
         "gpu": gpu_record(node_plan, topology),
         "topology": compact_topology(topology),
         "storage": _plan_storage.record(node_plan.get("storage_client")),
+        # What the upgrade would change on the node (playbooks/upgrade.yml plans its batches from it).
+        "upgrade": {
+            "changes": list(((node_plan.get("upgrade") or {}).get("changes")) or []),
+            "window": bool((node_plan.get("upgrade") or {}).get("window")),
+        },
     }
 
 
@@ -211,9 +219,11 @@ def plan(
     records: Mapping[str, Optional[Mapping[str, Any]]],
     discovery_dir: str = "plan_dir/discovery",
     stored_discovery: bool = True,
+    skew_rules: Optional[Mapping[str, Any]] = None,
 ) -> Dict[str, Any]:
     """The cluster plan from the checked cluster variables and every GPU node's record (None: the
-    node is outside this run and has no record in `discovery_dir`, or stored records are off)."""
+    node is outside this run and has no record in `discovery_dir`, or stored records are off); with
+    ``skew_rules`` (roles/plan/files/version_skew.yml) the target versions are checked against them."""
     missing = sorted(host for host, record in records.items() if record is None)
     if missing and not stored_discovery:
         raise PlanError(
@@ -257,6 +267,10 @@ def plan(
     label_prefix = network["config"]["label_prefix"]
     gpu_operator = _plan_gpu_operator.plan(values, nodes, label_prefix, problems)
     storage = _plan_storage_csi.plan(values, nodes, label_prefix, problems)
+    skew_notes: List[str] = []
+    if skew_rules is not None:
+        refused, skew_notes = _skew.target_set(values, nodes, skew_rules)
+        problems.extend(refused)
     if problems:
         raise PlanError(problems)
     if gpu_operator:
@@ -279,6 +293,7 @@ def plan(
         "network_operator": {"chart_values": network_operator_values(values, rails)},
         "storage": storage,
         "gpu_operator": gpu_operator,
+        "skew_notes": skew_notes,
     }
     result["summary"] = summary_text(result)
     return result
@@ -337,6 +352,7 @@ def summary_text(result: Mapping[str, Any]) -> str:
     counts = ", ".join(f"{part} {len(objs)}" for part, objs in result["network"]["objects"].items())
     lines.append(f"objects: {counts}")
     lines.extend(_plan_storage_csi.summary_lines(result.get("storage")))
+    lines.extend(f"version skew: {note}" for note in result.get("skew_notes") or [])
     return "\n".join(lines) + "\n"
 
 

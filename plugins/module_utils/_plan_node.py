@@ -5,7 +5,9 @@
 ``plan_node(values, facts)`` is pure. ``values`` are the node's variables after ``_intent.check``
 and ``_intent_rules`` (defaults filled); ``facts`` holds what the plan play read from the node:
 ``ansible`` (setup facts), ``topology`` (topology_facts), ``gpudirect`` (gpudirect_facts),
-``doca`` (doca_ofed_facts) and ``doca_index`` (doca_repo_info, when DOCA-OFED is managed).
+``doca`` (doca_ofed_facts), ``doca_index`` (doca_repo_info, when DOCA-OFED is managed) and
+``driver_index`` (doca_repo_info on the driver repository, when the collection installs the host
+driver).
 
 The result has one section per host role; roles read their section and never recompute a value
 it holds. Every refusal is collected, so one run names every problem of the node, each with the
@@ -24,6 +26,7 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils import (
     _plan_storage,
     _plan_validate,
     _qos_plan,
+    _upgrade,
 )
 from ansible_collections.gpufabric.rollout.plugins.module_utils._intent import IntentError, show
 from ansible_collections.gpufabric.rollout.plugins.module_utils._intent_rules import tos_for, version
@@ -391,7 +394,9 @@ def plan_node(values: Mapping[str, Any], facts: Mapping[str, Any]) -> Dict[str, 
     plan["doca_ofed"] = doca_section(values, ansible, doca, facts.get("doca_index"), problems)
     plan["roce"] = roce_section(values, fabric, topology, problems)
     # The RDMA and GDS decisions take the driver the node will run: its own, or the GPU Operator's.
-    driver = _plan_gpu_driver.plan_driver(values, facts.get("gpudirect") or {}, ansible.get("packages"), problems)
+    driver = _plan_gpu_driver.plan_driver(
+        values, facts.get("gpudirect") or {}, ansible.get("packages"), problems, facts.get("driver_index"), ansible
+    )
     plan["gpu_driver"] = driver
     gpudirect = _plan_gpu_driver.effective_facts(facts.get("gpudirect") or {}, driver)
     # Without a driver (none loaded, or an operator module type that cannot be resolved) the RDMA and
@@ -409,6 +414,8 @@ def plan_node(values: Mapping[str, Any], facts: Mapping[str, Any]) -> Dict[str, 
     if plan["nccl_version"] is not None:
         plan["nccl"] = nccl_section(values, fabric, topology, problems)
     plan["validate"] = _plan_validate.validate_section(values, plan)
+    # What an upgrade changes here: installed and loaded versions against the targets above.
+    plan["upgrade"] = _upgrade.node_section(plan, facts)
     if problems:
         raise PlanError(problems)
     return plan

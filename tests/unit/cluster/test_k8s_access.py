@@ -266,7 +266,8 @@ def role_checks(dgx_cluster, mixed_cluster, storage_plan) -> Dict[str, List[Dict
         ("network_operator", "__network_operator_access"),
         ("rdma_networks", "__rdma_networks_access"),
         ("sriov_networks", "__sriov_networks_access"),
-        ("doca_ofed", "__doca_ofed_drain_access"),
+        ("node_maintenance", "__node_maintenance_access"),
+        ("plan", "__plan_upgrade_access"),
         ("gpu_operator", "__gpu_operator_access"),
         ("storage_csi", "__storage_csi_access"),
     ]:
@@ -289,7 +290,16 @@ def shipped() -> Rbac:
 
 @pytest.mark.parametrize(
     "role",
-    ["network_operator", "rdma_networks", "sriov_networks", "doca_ofed", "gpu_operator", "validate", "storage_csi"],
+    [
+        "network_operator",
+        "rdma_networks",
+        "sriov_networks",
+        "node_maintenance",
+        "plan",
+        "gpu_operator",
+        "validate",
+        "storage_csi",
+    ],
 )
 def test_the_shipped_rbac_grants_what_each_role_checks(role, role_checks, shipped):
     denied = [_k8s_access.describe(c) for c in role_checks[role] if not shipped.allows(c)]

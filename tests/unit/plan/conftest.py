@@ -27,6 +27,7 @@ REPO = UNIT.parents[1]
 NODE_ROLES = [
     "topology",
     "doca_ofed",
+    "gpu_driver",
     "roce",
     "gpudirect_rdma",
     "gpudirect_storage",
@@ -70,9 +71,13 @@ def render_default(text: str, known: Dict[str, Any]) -> Any:
 
 
 def check(specs, scope: str, variables: Dict[str, Any]):
-    entry = "node_intent" if scope == "node" else "cluster_intent"
-    roles = NODE_ROLES if scope == "node" else CLUSTER_ROLES
-    rules = _intent_rules.NODE_RULES if scope == "node" else _intent_rules.CLUSTER_RULES
+    entry = {"node": "node_intent", "cluster": "cluster_intent", "upgrade": "upgrade"}[scope]
+    roles = {"node": NODE_ROLES, "cluster": CLUSTER_ROLES, "upgrade": []}[scope]
+    rules = {
+        "node": _intent_rules.NODE_RULES,
+        "cluster": _intent_rules.CLUSTER_RULES,
+        "upgrade": _intent_rules.UPGRADE_RULES,
+    }[scope]
     return _intent.check_scope(
         specs, entry, roles, variables, rules, render_default, "plan", RUNTIME_NAMES, IGNORED_PREFIXES
     )
