@@ -1,7 +1,7 @@
 # gpufabric.rollout — one command to run the main job on the lab, one to test everything.
 #   make lab        build what is missing, start the lab, run site.yml, print the report
 #   make test       lint, unit tests, ansible-test sanity, build check, EE build, control-plane
-#                   tests, every molecule scenario
+#                   tests, the main job end to end on the lab (lab-test)
 #   make test-fast  lint, unit tests and sanity only (no lab nodes), for iteration
 #   make bench      benchmarks (print figures, never fail on timing)
 SHELL := /bin/bash
@@ -32,7 +32,7 @@ help:
 	@echo "make site      run site.yml again on the running lab (LAB_PLAYBOOK_ARGS=\"--check --diff\")"
 	@echo "make plan      the dry run: check everything, print and write the plan, change nothing"
 	@echo "make lab-down  remove the lab"
-	@echo "make test      lint, unit, sanity, build check, EE build, control plane tests, every molecule scenario"
+	@echo "make test      lint, unit, sanity, build check, EE build, control plane tests, lab-test"
 	@echo "make test-fast lint, unit and sanity (no lab nodes)"
 	@echo "make ee-build  build the AWX execution environment image (execution-environment.yml)"
 	@echo "make bench     benchmarks"

@@ -19,9 +19,9 @@ not_clean() {
 }
 
 # A run must end with a recap, every host failed=0 unreachable=0 (and changed=0 with "idle").
-run() { # NAME MODE COMMAND...
-    local name="$1" mode="$2" log="${logs}/$1.log" start="${SECONDS}" bad
-    shift 2
+run() { # ID NAME MODE COMMAND...
+    local name="$2" mode="$3" log="${logs}/$1.log" start="${SECONDS}" bad
+    shift 3
     if ! "$@" >"${log}" 2>&1; then
         tail -n 60 "${log}" >&2
         die "${name}: failed (log ${log})"
@@ -37,6 +37,6 @@ run() { # NAME MODE COMMAND...
 }
 
 trap '"${LAB_ROOT}/lab.sh" down >/dev/null 2>&1 || true' EXIT
-run "first run (make lab)" any "${LAB_ROOT}/lab.sh" up
-run "second run (changes nothing)" idle "${LAB_ROOT}/lab.sh" site
-run "check mode on the converged lab (nothing to change)" idle "${LAB_ROOT}/lab.sh" site --check
+run first "first run (make lab)" any "${LAB_ROOT}/lab.sh" up
+run second "second run (changes nothing)" idle "${LAB_ROOT}/lab.sh" site
+run check "check mode on the converged lab (nothing to change)" idle "${LAB_ROOT}/lab.sh" site --check

@@ -54,6 +54,11 @@ def k8s_prune_rules(kinds):
     return _k8s_publish.prune_rules(kinds)
 
 
+def k8s_helm_rules(namespaces):
+    """RBAC-shaped rules that Helm releases in `namespaces` need (the namespace, the release records)."""
+    return _k8s_access.helm_release_rules(list(namespaces or []))
+
+
 class FilterModule:
     def filters(self):
         funcs = (
@@ -64,5 +69,6 @@ class FilterModule:
             k8s_stale,
             k8s_prune_queries,
             k8s_prune_rules,
+            k8s_helm_rules,
         )
         return {func.__name__: func for func in funcs}

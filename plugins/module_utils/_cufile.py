@@ -348,6 +348,18 @@ def _same(current: Any, wanted: Any) -> bool:
     return type(current) is type(wanted) and current == wanted
 
 
+def leaves(desired: Dict[str, Any]) -> List[Tuple[Tuple[str, ...], Any]]:
+    """The (path, value) leaves of a nested dict of wanted values, as apply_settings sets them."""
+    out: List[Tuple[Tuple[str, ...], Any]] = []
+    _flatten((), desired, out)
+    return out
+
+
+def same(current: Any, wanted: Any) -> bool:
+    """Whether a value read from a cufile.json is the wanted one (JSON true is not 1)."""
+    return _same(current, wanted)
+
+
 def apply_settings(text: str, desired: Dict[str, Any]) -> Tuple[str, List[str]]:
     """Set the leaves of ``desired`` (a nested dict) in the document ``text``.
 

@@ -21,6 +21,7 @@ import re
 from typing import Any, Dict, List, Optional
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils._parse import as_text, integer_or_none
+from ansible_collections.gpufabric.rollout.plugins.module_utils._storage_backends import GDSCHECK_LABELS
 
 # " 30-11-2026 01:18:59:824 [pid=623 tid=623] INFO   cufio-drv:254 NVMe : Unsupported"
 _LOG_PREFIX = re.compile(r"^\s*\d{1,2}-\d{1,2}-\d{4}\s+[\d:.]+\s+\[pid=\d+\s+tid=\d+\]\s+[A-Z]+\s+[\w.-]+:\d+\s?")
@@ -64,6 +65,35 @@ def _state(value: str) -> Optional[bool]:
     return None
 
 
+# Newer releases print the data paths a filesystem can use instead of Supported/Unsupported, e.g.
+# "NVMe : c2c, nvfs, compat" (NVIDIA/MagnumIO gds-diag checks/gdscheck.py): nvfs, dmabuf and
+# nvidia_peermem are GDS through nvidia-fs or user-space RDMA, p2pdma and c2c the direct paths;
+# compat alone is POSIX I/O.
+_GDS_TOKENS = frozenset(("nvfs", "dmabuf", "nvidia_peermem", "p2pdma", "c2c"))
+_MODE_TOKEN = re.compile(r"^[a-z0-9_]+$")
+
+
+def _modes(value: str) -> Optional[List[str]]:
+    tokens = [t.strip().lower() for t in value.split(",")]
+    if tokens and all(_MODE_TOKEN.match(t) for t in tokens) and (set(tokens) & (_GDS_TOKENS | {"compat"})):
+        return tokens
+    return None
+
+
+def filesystem_support(facts: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
+    """Per storage backend (nfs, lustre, nvmeof, weka, gpfs): the DRIVER CONFIGURATION line gdscheck printed
+    for it (label, supported, modes), the newest label first; backends it printed nothing for are left out."""
+    out: Dict[str, Dict[str, Any]] = {}
+    drivers = facts.get("drivers") or {}
+    modes = facts.get("driver_modes") or {}
+    for backend, labels in GDSCHECK_LABELS.items():
+        for label in labels:
+            if label in drivers:
+                out[backend] = {"label": label, "supported": drivers[label], "modes": modes.get(label)}
+                break
+    return out
+
+
 def _norm(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", name.strip().lower()).strip("_")
 
@@ -78,7 +108,9 @@ def parse(text: Any) -> Dict[str, Any]:
         "nvidia_fs_loaded": None,
         "platform": None,
         "drivers": {},
+        "driver_modes": {},
         "peer_direct": None,
+        "dmabuf": None,
         "rdma_library_loaded": None,
         "rdma_devices_configured": None,
         "config": {},
@@ -146,6 +178,8 @@ def parse(text: Any) -> Dict[str, Any]:
             facts["cuda_driver_version"] = _typed(value)
         elif dashes and ("peer" in nkey and "direct" in nkey):
             facts["peer_direct"] = _state(value)
+        elif dashes and nkey == "dmabuf_support":
+            facts["dmabuf"] = _state(value)
         elif dashes and nkey == "rdma_library":
             facts["rdma_library_loaded"] = _state(value)
         elif dashes and nkey == "rdma_devices":
@@ -154,6 +188,9 @@ def parse(text: Any) -> Dict[str, Any]:
             facts["config"][key.strip()] = _typed(value)
         elif section == "driver_configuration" and _state(value) is not None:
             facts["drivers"][key.strip()] = _state(value)
+        elif section == "driver_configuration" and _modes(value) is not None:
+            facts["driver_modes"][key.strip()] = _modes(value)
+            facts["drivers"][key.strip()] = bool(set(_modes(value) or []) & _GDS_TOKENS)
         elif section == "environment":
             continue
         else:
@@ -165,6 +202,7 @@ def parse(text: Any) -> Dict[str, Any]:
             break
     if facts["nvidia_fs_loaded"] is None and facts["nvidia_fs_version"] not in (None, "", "N/A"):
         facts["nvidia_fs_loaded"] = True
+    facts["filesystems"] = filesystem_support(facts)
     return facts
 
 

@@ -23,13 +23,18 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils import (
     _cluster_report,
     _k8s_publish,
     _plan_gpu_operator,
+    _plan_storage,
+    _plan_storage_csi,
     _qos_plan,
+    _skew,
 )
 from ansible_collections.gpufabric.rollout.plugins.module_utils._cluster_intent import ClusterPlanError
 from ansible_collections.gpufabric.rollout.plugins.module_utils._plan_node import PlanError
 
 SCHEMA_VERSION = 1
-RECORD_VERSION = 2  # 2: gpu.driver carries managed_by and precompiled
+# 2: gpu.driver carries managed_by and precompiled; 3: storage (the node's filesystems);
+# 4: upgrade (what an upgrade changes)
+RECORD_VERSION = 4
 _NIC_KEYS = (
     "bdf",
     "vendor_id",
@@ -78,6 +83,12 @@ def node_record(node_plan: Mapping[str, Any], topology: Mapping[str, Any]) -> Di
         "summary": node_summary(node_plan, topology),
         "gpu": gpu_record(node_plan, topology),
         "topology": compact_topology(topology),
+        "storage": _plan_storage.record(node_plan.get("storage_client")),
+        # What the upgrade would change on the node (playbooks/upgrade.yml plans its batches from it).
+        "upgrade": {
+            "changes": list(((node_plan.get("upgrade") or {}).get("changes")) or []),
+            "window": bool((node_plan.get("upgrade") or {}).get("window")),
+        },
     }
 
 
@@ -208,9 +219,11 @@ def plan(
     records: Mapping[str, Optional[Mapping[str, Any]]],
     discovery_dir: str = "plan_dir/discovery",
     stored_discovery: bool = True,
+    skew_rules: Optional[Mapping[str, Any]] = None,
 ) -> Dict[str, Any]:
     """The cluster plan from the checked cluster variables and every GPU node's record (None: the
-    node is outside this run and has no record in `discovery_dir`, or stored records are off)."""
+    node is outside this run and has no record in `discovery_dir`, or stored records are off); with
+    ``skew_rules`` (roles/plan/files/version_skew.yml) the target versions are checked against them."""
     missing = sorted(host for host, record in records.items() if record is None)
     if missing and not stored_discovery:
         raise PlanError(
@@ -251,7 +264,13 @@ def plan(
         raise PlanError([str(exc)]) from None
     # Every object carries its owner's labels: the roles prune by them (_k8s_publish).
     network["objects"] = {part: _k8s_publish.own(objs, part) for part, objs in network["objects"].items()}
-    gpu_operator = _plan_gpu_operator.plan(values, nodes, network["config"]["label_prefix"], problems)
+    label_prefix = network["config"]["label_prefix"]
+    gpu_operator = _plan_gpu_operator.plan(values, nodes, label_prefix, problems)
+    storage = _plan_storage_csi.plan(values, nodes, label_prefix, problems)
+    skew_notes: List[str] = []
+    if skew_rules is not None:
+        refused, skew_notes = _skew.target_set(values, nodes, skew_rules)
+        problems.extend(refused)
     if problems:
         raise PlanError(problems)
     if gpu_operator:
@@ -272,7 +291,9 @@ def plan(
         },
         "network": network,
         "network_operator": {"chart_values": network_operator_values(values, rails)},
+        "storage": storage,
         "gpu_operator": gpu_operator,
+        "skew_notes": skew_notes,
     }
     result["summary"] = summary_text(result)
     return result
@@ -330,6 +351,8 @@ def summary_text(result: Mapping[str, Any]) -> str:
     lines.extend(_plan_gpu_operator.summary_lines(result.get("gpu_operator")))
     counts = ", ".join(f"{part} {len(objs)}" for part, objs in result["network"]["objects"].items())
     lines.append(f"objects: {counts}")
+    lines.extend(_plan_storage_csi.summary_lines(result.get("storage")))
+    lines.extend(f"version skew: {note}" for note in result.get("skew_notes") or [])
     return "\n".join(lines) + "\n"
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: doca_repo_info
-short_description: List the packages and versions a DOCA (apt or dnf) repository carries
+short_description: List the packages and versions an apt or dnf repository carries (DOCA, the GPU driver)
 version_added: 0.1.0
 description:
   - Reads the package index of one repository directory, the way apt or dnf would, without
-    configuring anything on the host. The doca_ofed role uses it to refuse a version pin the
-    repository does not carry before it changes anything.
+    configuring anything on the host. The plan uses it to refuse a DOCA-OFED or GPU driver version
+    the repository does not carry before anything changes.
   - apt repositories are read from C(Packages.gz) or C(Packages); dnf repositories from
     C(repodata/repomd.xml) and the primary metadata it names (plain or gzip).
 options:
@@ -32,6 +32,10 @@ options:
     description: Seconds to wait for each download.
     type: int
     default: 30
+  variable:
+    description: The variable that points at the repository, named in the error when it has no index.
+    type: str
+    default: doca_ofed_repo_base_url
 extends_documentation_fragment:
   - gpufabric.rollout.read_only
 attributes:
@@ -112,12 +116,10 @@ def read_index(params):
                     return base + name, _doca.parse_packages_index(text), _doca.parse_packages_depends(text)
                 except ParseError as exc:
                     raise exc.within(base + name) from None
-        raise _doca.DocaError(
-            f"doca_ofed_repo_base_url: no Packages index at {base} (wrong release, OS or arch token?)"
-        )
+        raise _doca.DocaError(f"{params['variable']}: no Packages index at {base} (wrong release, OS or arch token?)")
     repomd = _fetch(base + "repodata/repomd.xml", params)
     if repomd is None:
-        raise _doca.DocaError(f"doca_ofed_repo_base_url: no repodata/repomd.xml at {base}")
+        raise _doca.DocaError(f"{params['variable']}: no repodata/repomd.xml at {base}")
     try:
         location = _doca.primary_location(repomd)
     except ParseError as exc:
@@ -140,6 +142,7 @@ def main():
             format=dict(type="str", choices=["apt", "dnf"], default="apt"),
             validate_certs=dict(type="bool", default=True),
             timeout=dict(type="int", default=30),
+            variable=dict(type="str", default="doca_ofed_repo_base_url"),
         ),
         supports_check_mode=True,
     )

@@ -16,7 +16,7 @@ from typing import Any, Dict
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from controlplane_support import CRDS, NODES, Cluster, private_cluster
+from controlplane_support import CRDS, NODES, REPO, Cluster, private_cluster
 
 
 @pytest.fixture(scope="session")
