@@ -54,8 +54,11 @@ log_file="${logs}/degraded.log"
 if "${LAB_ROOT}/lab.sh" validate >"${log_file}" 2>&1; then
     die "a NIC at x8: validate.yml passed (log ${log_file})"
 fi
+# (grep reads a file: `grep -q` at the end of a pipe may exit before the writer is done, and
+# pipefail then reports the writer's SIGPIPE as a miss.)
+sed -E 's/\x1b\[[0-9;]*[A-Za-z]//g' "${log_file}" >"${log_file}.plain"
 for want in "Validation failed" "FAIL host ${slow} mlx5_3: PCIe link at maximum" "FAIL rdma ${slow} mlx5_3:"; do
-    sed -E 's/\x1b\[[0-9;]*[A-Za-z]//g' "${log_file}" | grep -qF "${want}" ||
+    grep -qF -- "${want}" "${log_file}.plain" ||
         die "a NIC at x8: validate.yml failed without naming '${want}' (log ${log_file})"
 done
 log "a NIC trained down to x8 fails the proof, named: passed in $((SECONDS - start)) s"
