@@ -54,6 +54,11 @@ def k8s_prune_rules(kinds):
     return _k8s_publish.prune_rules(kinds)
 
 
+def k8s_claims_in_use(pods, claims):
+    """``namespace/claim (Pod ...)`` for each claim among `claims` (k8s_stale entries) that a running Pod mounts."""
+    return _k8s_publish.claims_in_use(pods, claims)
+
+
 def k8s_helm_rules(namespaces):
     """RBAC-shaped rules that Helm releases in `namespaces` need (the namespace, the release records)."""
     return _k8s_access.helm_release_rules(list(namespaces or []))
@@ -69,6 +74,7 @@ class FilterModule:
             k8s_stale,
             k8s_prune_queries,
             k8s_prune_rules,
+            k8s_claims_in_use,
             k8s_helm_rules,
         )
         return {func.__name__: func for func in funcs}

@@ -6,9 +6,11 @@ objects found in the cluster left the plan, and what listing and deleting them n
 Pure and typed. Every object the plan makes carries two labels: ``app.kubernetes.io/managed-by:
 gpufabric.rollout`` and ``gpufabric.io/component: <role part>`` (`own()` sets them). A role
 applies its part of the plan, then lists the kinds it can ever create (its *prune kinds*, in the
-shape ``{api_group, version, resources}``) with the label selector of `selector()`, and deletes
+shape ``{api_group, version, resources}``, with ``namespace`` to list a namespaced kind in that
+namespace only instead of in all of them) with the label selector of `selector()`, and deletes
 what `stale()` names: objects it made earlier that this plan no longer has (a rail removed, an
 IPAM kind switched, a driver group gone). Objects without the labels are never touched.
+`claims_in_use()` names the Pods that still use claims about to be pruned.
 """
 
 from __future__ import annotations
@@ -80,27 +82,54 @@ def _check_kind(index: int, kind: Any) -> Mapping[str, Any]:
 
 def prune_queries(kinds: Iterable[Mapping[str, Any]]) -> List[Dict[str, str]]:
     """One k8s_info query per resource of the prune kinds: ``{api_version, kind}`` (kind is the
-    plural resource name, which kubernetes.core resolves)."""
+    plural resource name, which kubernetes.core resolves), with ``namespace`` when the kind is
+    listed in one namespace only."""
     out = []
     for index, kind in enumerate(kinds or []):
         kind = _check_kind(index, kind)
         group = kind.get("api_group") or ""
         api_version = f"{group}/{kind['version']}" if group else str(kind["version"])
-        out.extend({"api_version": api_version, "kind": str(res)} for res in kind["resources"])
+        where = {"namespace": str(kind["namespace"])} if kind.get("namespace") else {}
+        out.extend({"api_version": api_version, "kind": str(res), **where} for res in kind["resources"])
     return out
 
 
 def prune_rules(kinds: Iterable[Mapping[str, Any]]) -> List[Dict[str, Any]]:
     """The RBAC-shaped rules (gpufabric.rollout.k8s_access) that pruning needs: list every prune
-    kind in all namespaces, delete it."""
+    kind in all namespaces (or in its ``namespace``), delete it."""
     rules = []
     for index, kind in enumerate(kinds or []):
         kind = _check_kind(index, kind)
-        rules.append(
-            {
-                "api_group": kind.get("api_group") or "",
-                "resources": list(kind["resources"]),
-                "verbs": ["list", "delete"],
-            }
-        )
+        rule: Dict[str, Any] = {
+            "api_group": kind.get("api_group") or "",
+            "resources": list(kind["resources"]),
+            "verbs": ["list", "delete"],
+        }
+        if kind.get("namespace"):
+            rule["namespace"] = str(kind["namespace"])
+        rules.append(rule)
     return rules
+
+
+def claims_in_use(pods: Iterable[Mapping[str, Any]], claims: Iterable[Mapping[str, Any]]) -> List[str]:
+    """``namespace/claim (Pod namespace/name, ...)`` for each of `claims` (``stale()`` entries; other
+    kinds are ignored) that a Pod in `pods` (k8s_info resources) mounts and that has not finished,
+    sorted. Such a claim is never pruned: the API server would only mark it for deletion (the
+    kubernetes.io/pvc-protection finalizer keeps it until no Pod uses it), and a Pod that restarts
+    later would find its volume gone."""
+    users: Dict[Tuple[str, str], List[str]] = {}
+    for pod in pods or []:
+        meta = pod.get("metadata") or {}
+        if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            continue
+        namespace = str(meta.get("namespace") or "")
+        for volume in (pod.get("spec") or {}).get("volumes") or []:
+            claim = (volume.get("persistentVolumeClaim") or {}).get("claimName")
+            if claim:
+                users.setdefault((namespace, str(claim)), []).append(f"{namespace}/{meta.get('name')}")
+    out = []
+    for claim in claims or []:
+        key = (str(claim.get("namespace") or ""), str(claim.get("name") or ""))
+        if claim.get("kind") == "PersistentVolumeClaim" and key in users:
+            out.append(f"{key[0]}/{key[1]} (Pod {', '.join(sorted(set(users[key])))})")
+    return sorted(out)

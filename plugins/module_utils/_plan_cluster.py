@@ -275,6 +275,8 @@ def plan(
         raise PlanError(problems)
     if gpu_operator:
         gpu_operator["nvidia_drivers"] = _k8s_publish.own(gpu_operator["nvidia_drivers"], "gpu_operator")
+    if storage:
+        storage["objects"] = {part: _k8s_publish.own(objs, "storage_csi") for part, objs in storage["objects"].items()}
     result = {
         "schema_version": SCHEMA_VERSION,
         "fabric": fabric,

@@ -399,6 +399,13 @@ def plan(
         gpfs = [fs for fs in csi if fs["backend"] == "gpfs"]
         label = f"{label_prefix}/storage-gpfs"
         objects["operators"].append(_scale_cr(gpfs, drivers_cfg["gpfs"], registry, label, problems))
+    # Where the Secrets the role writes live, listed there (not in every namespace) to prune those that
+    # left the plan: the NFS driver's namespace, which a removed filesystem's Secret most likely used,
+    # and the namespace of every planned Secret.
+    secret_namespaces = {str((drivers_cfg.get("nfs") or {}).get("namespace") or "")}
+    secret_namespaces.update(
+        o["metadata"]["namespace"] for part in objects.values() for o in part if o["kind"] == "Secret"
+    )
     labels: Dict[str, Dict[str, str]] = {}
     for fs in fss:
         for node in where.get(fs["name"], []):
@@ -418,6 +425,11 @@ def plan(
         "drivers": drivers,
         "objects": objects,
         "crds": {o["kind"]: CRD_NAMES[o["kind"]] for o in objects["operators"]},
+        # storage_csi prunes the Secrets it made in these namespaces only (k8s_publish prune kinds)
+        "secret_prune_kinds": [
+            {"api_group": "", "version": "v1", "resources": ["secrets"], "namespace": namespace}
+            for namespace in sorted(n for n in secret_namespaces if n)
+        ],
         "node_labels": {node: dict(sorted(v.items())) for node, v in sorted(labels.items())},
     }
 

@@ -8,6 +8,8 @@ stand-in charts (lab/charts/csi-driver-nfs, lustre-csi-driver, csi-wekafsplugin)
   volumes, claims, the NFS mount-options Secret, the CSIScaleOperator validated against its CRD) is
   accepted, and a second run changes nothing;
 - render mode writes the same objects the API server holds, and the Helm values the releases got.
+- pruning, as the least-privilege identity: a replan without two filesystems deletes exactly their objects,
+  but not while a Pod still mounts one of their claims.
 """
 
 from __future__ import annotations
@@ -241,3 +243,95 @@ def test_storage_csi_installs_the_drivers_and_applies_what_render_mode_writes(cl
             wait_until(
                 lambda o=obj: live(cluster, o)["status"].get("phase") == "Bound", f"claim {obj['metadata']['name']}"
             )
+
+
+def _names(cluster, kind: str) -> List[str]:
+    """The names (namespace/name for namespaced kinds) of what storage_csi made, found by its owner labels."""
+    out = cluster.kubectl(
+        "get", kind, "-A", "-l", "gpufabric.io/component=storage_csi", "-o", "json", check=True
+    ).stdout
+    items = json.loads(out)["items"]
+    return sorted("/".join(filter(None, [i["metadata"].get("namespace"), i["metadata"]["name"]])) for i in items)
+
+
+@pytest.mark.slow
+def test_storage_csi_prunes_what_left_the_plan_but_never_a_claim_in_use(cluster, tmp_path):
+    """As the least-privilege identity, drivers installed by an administrator: a replan without the NFS
+    (datasets) and Lustre (scratch) filesystems deletes exactly their StorageClass, mount-options Secret,
+    static volume and claim (check mode predicting it exactly, a second run changing nothing) -- but not
+    while a Pod still uses the claim: that run stops before any change, naming the claim and the Pod."""
+    support = _storage_support()
+    specs = support.PLAN.load_specs(str(REPO))
+
+    def check(scope, variables):
+        return support.PLAN.check(specs, scope, variables)
+
+    base = {"storage_csi_install_drivers": False, "gpufabric_k8s_mode": "apply"}
+    full = support.cluster_plan(check, base)
+    kept = [fs for fs in support.lab_variables()["gpufabric_storage"] if fs["name"] not in ("datasets", "scratch")]
+    smaller = support.cluster_plan(check, base, node_changes={"gpufabric_storage": kept})
+    render = tmp_path / "render"
+    cluster.kubectl("apply", "--server-side", "-f", str(SCALE_CRD))
+
+    first = run_role(tmp_path / "full", full, cluster.kubeconfig, "apply", render)
+    assert first["rc"] == 0, first["out"]
+    kinds = ("storageclasses", "persistentvolumes", "persistentvolumeclaims", "secrets", "csiscaleoperators")
+    before = {kind: _names(cluster, kind) for kind in kinds}
+    assert "gpufabric-scratch" in before["persistentvolumes"] and "gpufabric-datasets" in before["storageclasses"]
+
+    # A Pod on one of the GPU nodes (kwok plays its kubelet) that mounts the Lustre claim.
+    pod = tmp_path / "pod.json"
+    pod.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": "trainer", "namespace": "default"},
+                "spec": {
+                    "nodeName": "gpu-node-01",
+                    "containers": [{"name": "c", "image": "busybox"}],
+                    "volumes": [{"name": "scratch", "persistentVolumeClaim": {"claimName": "gpufabric-scratch"}}],
+                },
+            }
+        )
+    )
+    cluster.kubectl("apply", "-f", str(pod))
+    refused = run_role(tmp_path / "busy", smaller, cluster.kubeconfig, "apply", render)
+    assert refused["rc"] != 0
+    assert "default/gpufabric-scratch (Pod default/trainer)" in refused["out"], refused["out"]
+    assert {kind: _names(cluster, kind) for kind in kinds} == before, "nothing was deleted"
+    cluster.kubectl("delete", "pod", "trainer", "-n", "default", "--grace-period=0", "--force")
+
+    # Check mode names exactly what the real run changes, the deletions among them; the objects are gone.
+    log = tmp_path / "changes.jsonl"
+    predicted = run_role(tmp_path / "check", smaller, cluster.kubeconfig, "apply", render, "--check", log=log)
+    assert predicted["rc"] == 0, predicted["out"]
+    assert {kind: _names(cluster, kind) for kind in kinds} == before, "check mode deleted nothing"
+    pruned = run_role(tmp_path / "prune", smaller, cluster.kubeconfig, "apply", render, log=log)
+    assert pruned["rc"] == 0 and pruned["changed"] > 0, pruned["out"]
+    compared = subprocess.run(
+        [sys.executable, str(REPO / "tests" / "integration" / "compare_changes.py"), str(log)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert compared.returncode == 0, compared.stdout + compared.stderr
+    gone = {
+        "storageclasses": ["gpufabric-datasets"],
+        "persistentvolumes": ["gpufabric-scratch"],
+        "persistentvolumeclaims": ["default/gpufabric-scratch"],
+        "secrets": ["csi-driver-nfs/gpufabric-datasets-mount-options"],
+        "csiscaleoperators": [],
+    }
+    want = {kind: sorted(set(names) - set(gone[kind])) for kind, names in before.items()}
+    wait_until(lambda: {kind: _names(cluster, kind) for kind in kinds} == want, "the pruned objects gone", timeout=90)
+    again = run_role(tmp_path / "again", smaller, cluster.kubeconfig, "apply", render)
+    assert again["rc"] == 0 and again["changed"] == 0, again["out"]
+
+    # The full plan brings them back, the volume bound to its claim again.
+    back = run_role(tmp_path / "back", full, cluster.kubeconfig, "apply", render)
+    assert back["rc"] == 0, back["out"]
+    assert {kind: _names(cluster, kind) for kind in kinds} == before
+    claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "gpufabric-scratch"}}
+    claim["metadata"]["namespace"] = "default"
+    wait_until(lambda: live(cluster, claim)["status"].get("phase") == "Bound", "claim gpufabric-scratch bound again")

@@ -279,6 +279,8 @@ def role_checks(dgx_cluster, mixed_cluster, storage_plan) -> Dict[str, List[Dict
             rules += _k8s_access.apply_rules(plan["objects"].get(role, []))
         if role == "storage_csi":
             rules += _k8s_access.apply_rules([o for part in storage_plan["objects"].values() for o in part])
+            # the Secrets are pruned in their namespaces only (vars/main.yml __storage_csi_prune_kinds)
+            rules += _k8s_publish.prune_rules(storage_plan["secret_prune_kinds"])
         out[role] = _k8s_access.expand(rules)
     return out
 

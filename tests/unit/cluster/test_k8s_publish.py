@@ -84,3 +84,46 @@ def test_a_malformed_prune_kind_is_named(bad):
         _k8s_publish.prune_queries([bad])
     with pytest.raises(_k8s_publish.PublishError, match=r"prune kinds\[0\]"):
         _k8s_publish.prune_rules([bad])
+
+
+def test_a_namespaced_prune_kind_is_listed_and_granted_in_its_namespace_only():
+    kinds = [{"api_group": "", "version": "v1", "resources": ["secrets"], "namespace": "csi-driver-nfs"}]
+    query = {"api_version": "v1", "kind": "secrets", "namespace": "csi-driver-nfs"}
+    assert _k8s_publish.prune_queries(kinds) == [query]
+    assert _k8s_publish.prune_rules(kinds) == [
+        {"api_group": "", "resources": ["secrets"], "verbs": ["list", "delete"], "namespace": "csi-driver-nfs"}
+    ]
+
+
+def _pod(namespace, name, claims, phase="Running"):
+    volumes = [{"name": f"v{i}", "persistentVolumeClaim": {"claimName": c}} for i, c in enumerate(claims)]
+    volumes.append({"name": "scratch", "emptyDir": {}})
+    return {
+        "metadata": {"namespace": namespace, "name": name},
+        "spec": {"volumes": volumes},
+        "status": {"phase": phase},
+    }
+
+
+def test_claims_in_use_names_each_claim_and_the_pods_that_still_mount_it():
+    leaving = [
+        {"api_version": "v1", "kind": "PersistentVolumeClaim", "namespace": "default", "name": "gpufabric-scratch"},
+        {"api_version": "v1", "kind": "PersistentVolumeClaim", "namespace": "ml", "name": "gpufabric-blocks"},
+        {"api_version": "v1", "kind": "PersistentVolumeClaim", "namespace": "default", "name": "idle"},
+        {"api_version": "v1", "kind": "PersistentVolume", "namespace": "", "name": "gpufabric-scratch"},
+    ]
+    pods = [
+        _pod("default", "train-1", ["gpufabric-scratch"]),
+        _pod("default", "train-0", ["gpufabric-scratch", "other"], phase="Pending"),
+        _pod("default", "done", ["idle"], phase="Succeeded"),
+        _pod("default", "failed", ["idle"], phase="Failed"),
+        # a claim of the same name in another namespace is another claim
+        _pod("other", "x", ["gpufabric-blocks"]),
+        _pod("ml", "infer", ["gpufabric-blocks"]),
+    ]
+    assert _k8s_publish.claims_in_use(pods, leaving) == [
+        "default/gpufabric-scratch (Pod default/train-0, default/train-1)",
+        "ml/gpufabric-blocks (Pod ml/infer)",
+    ]
+    assert _k8s_publish.claims_in_use([], leaving) == []
+    assert _k8s_publish.claims_in_use(pods, []) == []

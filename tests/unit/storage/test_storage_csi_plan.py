@@ -12,6 +12,8 @@ from storage_support import CRDS, CSI_VARS, UNIT, cluster_plan, lab_variables, n
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils import (
     _cluster_objects,
+    _k8s_access,
+    _k8s_publish,
     _plan_cluster,
     _plan_node,
     _plan_storage_csi,
@@ -337,3 +339,41 @@ def test_drivers_an_administrator_installs_need_no_source(check):
     assert "  CSI nfs.csi.k8s.io (helm): installed by the cluster administrator" in plan["summary"]
     assert storage["drivers"]["nfs"]["namespace"] == "csi-driver-nfs", "the NFS Secrets still go to its namespace"
     assert len(objects(storage)) == len(objects(cluster_plan(check)["storage"]))
+
+
+def test_every_object_is_owned_by_storage_csi_so_that_a_replan_prunes_what_left(check):
+    """The objects carry storage_csi's owner labels; a replan without the NFS and Lustre filesystems leaves
+    exactly their StorageClass, mount-options Secret, volume and claim to prune, and the Secret is listed in
+    the NFS driver's namespace only."""
+    storage = cluster_plan(check)["storage"]
+    for obj in objects(storage):
+        labels = obj["metadata"]["labels"]
+        assert labels[_k8s_publish.MANAGED_BY_KEY] == "gpufabric.rollout", obj["metadata"]["name"]
+        assert labels[_k8s_publish.COMPONENT_KEY] == "storage_csi", obj["metadata"]["name"]
+    assert storage["secret_prune_kinds"] == [
+        {"api_group": "", "version": "v1", "resources": ["secrets"], "namespace": "csi-driver-nfs"}
+    ]
+    kept = [fs for fs in lab_variables()["gpufabric_storage"] if fs["name"] not in ("datasets", "scratch")]
+    replanned = cluster_plan(check, node_changes={"gpufabric_storage": kept})["storage"]
+    # what the API server returns for the first plan's objects, and one object of someone else's
+    found = [dict(o, metadata=dict(o["metadata"], uid=str(i))) for i, o in enumerate(objects(storage))]
+    secret = "gpufabric-datasets-mount-options"
+    assert _k8s_publish.stale(found, objects(replanned)) == [
+        {"api_version": "v1", "kind": "PersistentVolume", "namespace": "", "name": "gpufabric-scratch"},
+        {"api_version": "v1", "kind": "PersistentVolumeClaim", "namespace": "default", "name": "gpufabric-scratch"},
+        {"api_version": "v1", "kind": "Secret", "namespace": "csi-driver-nfs", "name": secret},
+        {"api_version": "storage.k8s.io/v1", "kind": "StorageClass", "namespace": "", "name": "gpufabric-datasets"},
+    ]
+    # the Secret's namespace is still listed once no NFS filesystem is planned
+    assert replanned["secret_prune_kinds"] == storage["secret_prune_kinds"]
+    # every kind the role can create is one of the kinds it prunes (vars/main.yml)
+    prune = yaml.safe_load((UNIT.parents[1] / "roles/storage_csi/vars/main.yml").read_text())["__storage_csi_prune"]
+    queries = _k8s_publish.prune_queries(prune + storage["secret_prune_kinds"])
+    resources = {(q["api_version"].rpartition("/")[0], q["kind"]) for q in queries}
+    made = set()
+    for o in objects(storage):
+        group = o["apiVersion"].rpartition("/")[0]
+        builtin = _k8s_access.BUILTIN_RESOURCES.get((group, o["kind"]))
+        resource = builtin or _k8s_access.CRD_NAMES[o["kind"]].split(".")[0]
+        made.add((group, resource))
+    assert made <= resources, made - resources
