@@ -3,7 +3,10 @@
 #   1. make lab's steps: nodes, the lab cluster, prepare, site.yml (must succeed);
 #   2. site.yml again: must change nothing (changed=0 on every host);
 #   3. site.yml --check on the converged lab: must report nothing to change;
-#   4. one NIC of the last node trained down to x8: playbooks/validate.yml must fail, naming the
+#   4. bad intent (lab/bad_intent.py: typos and wrong values of each group of variables): each
+#      site.yml run must fail in the plan, no host changed, no file written on the nodes, no object
+#      the collection owns written to the API server;
+#   5. one NIC of the last node trained down to x8: playbooks/validate.yml must fail, naming the
 #      node, the NIC and the figure (the healthy runs above passed every gate);
 # then the lab is removed. Exits 1 naming the run and the hosts that changed or failed; the logs
 # stay in .lab/check/. LAB_NODES and LAB_INVENTORY run it on other node names (lab/lab.sh).
@@ -43,7 +46,12 @@ run first "first run (make lab)" any "${LAB_ROOT}/lab.sh" up
 run second "second run (changes nothing)" idle "${LAB_ROOT}/lab.sh" site
 run check "check mode on the converged lab (nothing to change)" idle "${LAB_ROOT}/lab.sh" site --check
 
-# 4. A down-trained link (the commonest silent loss): the proof must catch it and name it.
+# 4. Bad intent is refused before any change, on the converged lab.
+start="${SECONDS}"
+python "${LAB_ROOT}/bad_intent.py" || die "bad intent: not every case was refused before any change (logs .lab/bad-intent/)"
+log "bad intent refused before any change: passed in $((SECONDS - start)) s"
+
+# 5. A down-trained link (the commonest silent loss): the proof must catch it and name it.
 read -r -a lab_nodes <<<"${LAB_NODES:-gpu-node-01 gpu-node-02}"
 slow="${lab_nodes[-1]}"
 podman exec "${slow}" sh -c \

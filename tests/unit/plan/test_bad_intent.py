@@ -1,6 +1,7 @@
 """The bad-input suite (cases/bad_intent.yml): each case is refused by the plan with a message naming
-the variable and the value. The plan runs before any change (playbooks/plan.yml); the plan scenario
-runs the same refusals on the lab and checks that nothing changed."""
+the variable and the value. The plan runs before any change (playbooks/plan.yml); lab/bad_intent.py
+(make lab-test) runs a chosen set of these cases through site.yml on the lab and checks that nothing
+changed on the nodes or in the API server."""
 
 from __future__ import annotations
 
