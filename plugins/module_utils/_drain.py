@@ -97,12 +97,14 @@ def blockers(
         namespace = meta.get("namespace")
         labels = meta.get("labels") or {}
         reasons: List[str] = []
+        held = False
         for pdb in pdbs:
             pdb_meta = pdb.get("metadata") or {}
             if pdb_meta.get("namespace") != namespace:
                 continue
             if selector_matches((pdb.get("spec") or {}).get("selector"), labels):
                 reasons.append(_budget_text(pdb))
+                held = held or int((pdb.get("status") or {}).get("disruptionsAllowed") or 0) <= 0
         if meta.get("deletionTimestamp"):
             grace = meta.get("deletionGracePeriodSeconds")
             reasons.append("terminating" + (f" (grace period {grace}s)" if grace is not None else ""))
@@ -111,8 +113,13 @@ def blockers(
         volumes = (pod.get("spec") or {}).get("volumes") or []
         if any("emptyDir" in volume for volume in volumes) and not delete_emptydir_data:
             reasons.append("emptyDir data: the drain deletes it only with delete_emptydir_data")
+        held = held or len(reasons) > sum(1 for r in reasons if r.startswith("PodDisruptionBudget "))
+        if not held:
+            # Its budgets allow the eviction: the drain stopped at another Pod's refused eviction
+            # before this one (kubernetes.core.k8s_drain evicts one Pod after another).
+            reasons.append("not evicted yet")
         phase = (pod.get("status") or {}).get("phase") or "unknown phase"
-        out.append(f"{namespace}/{meta.get('name')} ({phase}): " + ("; ".join(reasons) or "not evicted yet"))
+        out.append(f"{namespace}/{meta.get('name')} ({phase}): " + "; ".join(reasons))
     return out
 
 

@@ -58,6 +58,21 @@ def test_a_budget_that_allows_no_disruption_is_named_with_its_counts():
     assert lines == ["ml/db-0 (Running): PodDisruptionBudget ml/db allows 0 disruption(s) (healthy 2 of 2 wanted)"]
 
 
+def test_a_pod_whose_budget_allows_its_eviction_is_not_evicted_yet():
+    # k8s_drain evicts one Pod after another and stops at the first refused eviction: a Pod after
+    # it whose budget allows a disruption is still there, but not because of its budget.
+    pods = [pod("db-0", {"app": "db"}, owner="StatefulSet"), pod("trainer-1", {"app": "trainer"})]
+    budgets = [
+        pdb("db", {"matchLabels": {"app": "db"}}),
+        pdb("trainer", {"matchLabels": {"app": "trainer"}}, allowed=2, healthy=3, desired=1),
+    ]
+    assert _drain.blockers(pods, budgets, NODE) == [
+        "ml/db-0 (Running): PodDisruptionBudget ml/db allows 0 disruption(s) (healthy 2 of 2 wanted)",
+        "ml/trainer-1 (Running): PodDisruptionBudget ml/trainer allows 2 disruption(s) (healthy 3 of 1 wanted); "
+        "not evicted yet",
+    ]
+
+
 def test_what_a_drain_does_not_wait_for_is_left_out():
     pods = [
         pod("agent-x", owner="DaemonSet"),
