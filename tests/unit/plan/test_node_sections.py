@@ -85,6 +85,5 @@ def test_without_mofed_kernel_modules_peermem_is_refused(specs, doca):
     facts = node_facts(1, doca=doca, **copy.deepcopy(PROPRIETARY))
     with pytest.raises(_plan_node.PlanError) as refused:
         plan_of(specs, facts, gpufabric_doca_ofed_enabled=False, gpufabric_gds_enabled=False)
-    assert any(
-        "gpudirect_rdma_method" in line and "MOFED/DOCA-OFED is not installed" in line for line in refused.value.problems
-    ), refused.value.problems
+    problems = refused.value.problems
+    assert any("gpudirect_rdma_method" in p and "MOFED/DOCA-OFED is not installed" in p for p in problems), problems
