@@ -1,0 +1,34 @@
+"""Check mode told the truth: the --check run predicted exactly the (host, task) pairs the converge
+then changed (tests/callbacks/gpufabric_changes.py wrote both runs to the log, prepare started it
+afresh; the idempotence run changed nothing, or molecule would have stopped there)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from conftest import PROJECT
+
+
+def test_check_mode_predicted_every_change_of_the_converge(ephemeral):
+    log = ephemeral / "changes.jsonl"
+    assert log.exists(), f"{log}: the gpufabric_changes callback wrote nothing (provisioner env)"
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(PROJECT / "tests" / "integration" / "compare_changes.py"),
+            str(log),
+            # side_effect.yml's reboots and the marker it leaves for verify come after the converge:
+            # real changes that no check run is asked to predict (they are not the collection's).
+            "--ignore",
+            "^Reboot the node",
+            "--ignore",
+            "^Write the reboot marker$",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    # Not an empty comparison: the converge changed every node.
+    assert "check mode predicted 0 " not in result.stdout, result.stdout
