@@ -1,7 +1,8 @@
 # gpufabric.rollout — one command to run the main job on the lab, one to test everything.
 #   make lab        build what is missing, start the lab, run site.yml, print the report
 #   make test       lint, unit tests, ansible-test sanity, build check, EE build, control-plane
-#                   tests, every molecule scenario
+#                   tests, the main job end to end on the lab (lab-test)
+#   make test-fast  lint, unit tests and sanity only (no lab nodes), for iteration
 #   make bench      benchmarks (print figures, never fail on timing)
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -24,25 +25,25 @@ TOOL_TARGETS :=
 
 COLLECTION_LINK := .collections/ansible_collections/gpufabric/rollout
 
-.PHONY: help venv tools lab-image lint unit sanity build-check controlplane-test molecule test lab site plan lab-down bench clean
+.PHONY: help venv tools lab-image lint unit sanity build-check controlplane-test lab-test molecule test test-fast lab site plan lab-down bench clean
 
 help:
 	@echo "make lab       run site.yml against the lab (two GPU-like nodes + a real Kubernetes control plane)"
 	@echo "make site      run site.yml again on the running lab (LAB_PLAYBOOK_ARGS=\"--check --diff\")"
 	@echo "make plan      the dry run: check everything, print and write the plan, change nothing"
 	@echo "make lab-down  remove the lab"
-	@echo "make test      lint, unit, sanity, build check, EE build, control plane tests, every molecule scenario"
-	@echo "make ee       build the AWX execution environment image (execution-environment.yml)"
+	@echo "make test      lint, unit, sanity, build check, EE build, control plane tests, lab-test"
+	@echo "make test-fast lint, unit and sanity (no lab nodes)"
+	@echo "make ee-build  build the AWX execution environment image (execution-environment.yml)"
 	@echo "make bench     benchmarks"
 	@echo "make venv | tools | controlplane | lab-image | lint | unit | sanity | build-check | ee-build"
 	@echo "     | controlplane-test | molecule [SCENARIO=name]"
 
 venv: $(VENV)/.stamp $(COLLECTION_LINK)
 
-$(VENV)/.stamp: requirements.txt
-	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install -q --disable-pip-version-check --upgrade pip
-	$(VENV)/bin/pip install -q --disable-pip-version-check -r requirements.txt
+# Built from wheels cached once per machine (lab/venv.sh); each step shows its progress.
+$(VENV)/.stamp: requirements.txt lab/venv.sh
+	lab/venv.sh $(PYTHON)
 	touch $@
 
 # The checkout is used in place as the collection (ansible.cfg: collections_path = ./.collections).
@@ -78,8 +79,13 @@ controlplane-test: tools controlplane
 molecule: tools controlplane lab-image
 	lab/molecule/run.sh $(SCENARIO)
 
-test: lint unit sanity build-check ee-build controlplane-test molecule
+test: lint unit sanity build-check ee-build controlplane-test lab-test
 	@echo "make test: all checks passed"
+
+# The three run side by side (each is mostly one process); their lines interleave, whole.
+test-fast: tools
+	$(MAKE) --no-print-directory -j3 --output-sync=line lint unit sanity
+	@echo "make test-fast: lint, unit and sanity passed"
 
 lab: tools controlplane lab-image
 	lab/lab.sh up
@@ -91,10 +97,16 @@ site: tools
 plan: tools
 	lab/lab.sh plan
 
+# The main job end to end as a test: make lab, a second run that changes nothing, --check on the
+# converged lab that reports nothing to change; the lab is removed after (lab/check.sh).
+lab-test: tools controlplane lab-image
+	lab/check.sh
+
 lab-down:
 	lab/lab.sh down
 
-bench: tools controlplane
+# benchmarks/bench_lab.py replaces the running lab (make lab's nodes) and leaves it down.
+bench: tools controlplane lab-image
 	@set -e; for b in benchmarks/bench_*.py; do [[ -e "$$b" ]] || continue; echo "== $$b"; python "$$b"; done
 
 clean: lab-down

@@ -18,13 +18,28 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / ".collections"))
 
+from ansible_collections.gpufabric.rollout.plugins.action.plan import load_specs
 from ansible_collections.gpufabric.rollout.plugins.module_utils._cluster_plan import plan_cluster
+from ansible_collections.gpufabric.rollout.plugins.module_utils._intent import check
+from ansible_collections.gpufabric.rollout.plugins.module_utils._plan_node import fabric_of
 
 FIXTURES = REPO / "tests" / "unit" / "cluster" / "fixtures" / "topology"
 NODES = 4096
-INTENT = {"supernet": "10.128.0.0/10", "rail_prefix": 16, "block_size": 8}
 CIDRS = {"pod": "10.244.0.0/16", "service": "10.96.0.0/12"}
-FABRIC = {"mtu": 9000, "roce_tos": 106, "rdma_netns_mode": "shared"}
+
+
+def _intent():
+    """gpufabric_rails and gpufabric_fabric as the plan hands them over (defaults from the specs)."""
+    specs = load_specs(str(REPO))["plan"]
+    spec = {"gpufabric_rails": specs["cluster_intent"]["gpufabric_rails"]}
+    spec["gpufabric_fabric"] = specs["node_intent"]["gpufabric_fabric"]
+    rails = {"supernet": "10.128.0.0/10", "rail_prefix": 16, "block_size": 8}
+    values, problems = check(spec, {"gpufabric_rails": rails, "gpufabric_fabric": {}})
+    assert not problems, problems
+    return values["gpufabric_rails"], fabric_of(values)
+
+
+INTENT, FABRIC = _intent()
 
 
 def main() -> int:

@@ -23,7 +23,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / ".collections"))
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _ncclxml, _topology
+from ansible_collections.gpufabric.rollout.plugins.module_utils import _ncclxml, _topology, _topology_report
 
 SNAPSHOT = "dgx-h200-8x8@1"
 ROUNDS = 20
@@ -41,7 +41,7 @@ def inside_module(root: str) -> float:
     with open(os.path.join(root, "nvidia-smi-topo-m.txt"), encoding="utf-8") as fh:
         text = fh.read()
     facts = _topology.discover(root, text)
-    _topology.format_report(facts)
+    _topology_report.format_report(facts)
     _ncclxml.render_nccl_topo_xml(facts)
     return time.perf_counter() - t
 

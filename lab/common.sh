@@ -5,11 +5,15 @@
 LAB_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO_ROOT="$(cd "${LAB_ROOT}/.." && pwd)"
 LAB_STATE="${REPO_ROOT}/.lab"
+# What is built once per machine and shared by every checkout and CI run on it (the toolchain
+# venv, the local package repository, the control-plane binaries, Helm, ...), each under a key
+# hashed from what it is built from; GPUFABRIC_CACHE_DIR moves it.
+LAB_CACHE="${GPUFABRIC_CACHE_DIR:-${XDG_CACHE_HOME:-${HOME}/.cache}/gpufabric-rollout}"
 LAB_IMAGE_NAME="localhost/gpufabric-lab"
 LAB_LABEL="io.gpufabric.lab=1"
-# Built artefacts that outlive a checkout (control-plane binaries, Helm, ...), shared by every
-# checkout and CI run on this machine; GPUFABRIC_CACHE_DIR moves it.
-LAB_CACHE="${GPUFABRIC_CACHE_DIR:-${XDG_CACHE_HOME:-${HOME}/.cache}/gpufabric-rollout}"
+# The lab key: made once per checkout, never baked into the image; lab/nodes.sh adds its public
+# half to each node's `ansible` user.
+LAB_SSH_KEY="${LAB_STATE}/ssh/id_ed25519"
 
 log() { printf '[lab] %s\n' "$*" >&2; }
 
@@ -24,9 +28,10 @@ lab_python() {
 }
 die() { printf '[lab] ERROR: %s\n' "$*" >&2; exit 1; }
 
-# The image tag is a hash of its recipe: the build script and the package list.
+# The image tag is a hash of its recipe: every file under lab/image/ (the build script, the
+# package list, the files it bakes in), names and contents. The lab key is not baked in.
 lab_image_tag() {
-    cat "${LAB_ROOT}/image/build.sh" "${LAB_ROOT}/image/packages.txt" | sha256sum | cut -c1-12
+    (cd "${LAB_ROOT}/image" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum) | sha256sum | cut -c1-12
 }
 
 lab_image_ref() { printf '%s:%s\n' "${LAB_IMAGE_NAME}" "$(lab_image_tag)"; }
@@ -51,9 +56,19 @@ CONF
     export CONTAINERS_CONF="${conf}"
 }
 
-# Install podman, runc and debootstrap when they are missing (Debian/Ubuntu controllers).
+lab_ssh_key() {
+    [[ -f "${LAB_SSH_KEY}" ]] && return 0
+    mkdir -p "$(dirname "${LAB_SSH_KEY}")"
+    chmod 0700 "$(dirname "${LAB_SSH_KEY}")"
+    ssh-keygen -q -t ed25519 -N "" -C "gpufabric-lab" -f "${LAB_SSH_KEY}"
+    log "made the lab key ${LAB_SSH_KEY}"
+}
+
+# Install podman, runc, debootstrap and the SSH client when they are missing (Debian/Ubuntu
+# controllers).
 lab_require_tools() {
     local missing=()
+    command -v ssh >/dev/null 2>&1 || missing+=(openssh-client)
     command -v podman >/dev/null 2>&1 || missing+=(podman)
     command -v runc >/dev/null 2>&1 || missing+=(runc)
     command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
@@ -63,4 +78,69 @@ lab_require_tools() {
     log "installing ${missing[*]}"
     DEBIAN_FRONTEND=noninteractive apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+
+# Run one step of a build that may take a while: its output goes to LOG; every 10 s the step
+# prints how long it has run and the last line of its output, so nothing is silent for long;
+# on failure the end of LOG is shown.
+# Usage: lab_step "what it does" LOG COMMAND [ARG...]
+lab_step() {
+    local what="$1" log="$2" start="${SECONDS}" pid rc last
+    shift 2
+    mkdir -p "$(dirname "${log}")"
+    printf '[%s] %s\n' "${LAB_STEP_TAG:-lab}" "${what}" >&2
+    "$@" >"${log}" 2>&1 &
+    pid=$!
+    while ! wait_for_pid "${pid}" 10; do
+        last="$(tail -n 1 "${log}" 2>/dev/null | tr -d '\r' | cut -c1-120)"
+        printf '[%s]   ... %s s: %s\n' "${LAB_STEP_TAG:-lab}" "$((SECONDS - start))" "${last:-(no output yet)}" >&2
+    done
+    wait "${pid}" && rc=0 || rc=$?
+    if ((rc != 0)); then
+        tail -n 40 "${log}" >&2
+        printf '[%s] FAILED after %s s: %s (log: %s)\n' "${LAB_STEP_TAG:-lab}" "$((SECONDS - start))" "${what}" "${log}" >&2
+        return "${rc}"
+    fi
+    printf '[%s]   done in %s s\n' "${LAB_STEP_TAG:-lab}" "$((SECONDS - start))" >&2
+}
+
+# True once PID has exited, false if it still runs after SECONDS seconds (polled every 0.2 s).
+wait_for_pid() {
+    local pid="$1" i
+    for ((i = 0; i < $2 * 5; i++)); do
+        kill -0 "${pid}" 2>/dev/null || return 0
+        sleep 0.2
+    done
+    ! kill -0 "${pid}" 2>/dev/null
+}
+
+# The lab's transport to its nodes: GPUFABRIC_LAB_CONNECTION, else gpufabric_lab_connection in
+# inventory/lab/group_vars/gpu_nodes/connection.yml (the one place it is set).
+LAB_CONNECTIONS="mitogen ssh podman"
+lab_connection() {
+    local choice="${GPUFABRIC_LAB_CONNECTION:-}"
+    if [[ -z "${choice}" ]]; then
+        choice="$(sed -nE 's/^gpufabric_lab_connection:[[:space:]]*["'\'']?([a-z]+)["'\'']?[[:space:]]*(#.*)?$/\1/p' \
+            "${REPO_ROOT}/inventory/lab/group_vars/gpu_nodes/connection.yml")"
+    fi
+    [[ " ${LAB_CONNECTIONS} " == *" ${choice} "* ]] ||
+        die "gpufabric_lab_connection (or GPUFABRIC_LAB_CONNECTION) is '${choice}'; allowed: ${LAB_CONNECTIONS// /, }"
+    printf '%s\n' "${choice}"
+}
+
+# Export what Ansible needs for the lab's transport: GPUFABRIC_LAB_CONNECTION (passed on to the
+# inventory with -e, and read by the molecule configuration) and, for Mitogen, its strategy
+# plugin from the installed ansible_mitogen package.
+lab_connection_env() {
+    local choice plugins
+    choice="$(lab_connection)" || exit 1
+    export GPUFABRIC_LAB_CONNECTION="${choice}"
+    if [[ "${choice}" == mitogen ]]; then
+        plugins="$(python -c 'import ansible_mitogen, os; print(os.path.join(os.path.dirname(ansible_mitogen.__file__), "plugins", "strategy"))')" ||
+            die "gpufabric_lab_connection is mitogen but the mitogen package is not installed (make venv)"
+        export ANSIBLE_STRATEGY_PLUGINS="${plugins}" ANSIBLE_STRATEGY=mitogen_linear
+    else
+        unset ANSIBLE_STRATEGY_PLUGINS
+        export ANSIBLE_STRATEGY=linear
+    fi
 }

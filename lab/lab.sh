@@ -1,19 +1,26 @@
 #!/usr/bin/env bash
-# The embedded lab: two GPU-like nodes (podman, systemd, hardware snapshots) and a real
+# The embedded lab: two GPU-like nodes (podman, systemd, sshd, hardware snapshots) and a real
 # Kubernetes control plane (lab/kube.sh) in which they are Nodes, then the main job (site.yml)
 # against them, then the rollout report.
-# Usage: lab/lab.sh up      start what is missing, prepare the nodes, run site.yml, print the report
-#        lab/lab.sh site    run site.yml again on the running lab (make site)
-#        lab/lab.sh plan    run playbooks/plan.yml on the running lab: the dry run (make plan)
-#        lab/lab.sh down    remove the nodes and the cluster (its state too)
-# Extra ansible-playbook arguments can be given in LAB_PLAYBOOK_ARGS (e.g. "--check --diff").
+# Ansible reaches the nodes over SSH as `ansible` with sudo, through the transport named by
+# gpufabric_lab_connection (inventory/lab/group_vars/gpu_nodes/connection.yml) or
+# GPUFABRIC_LAB_CONNECTION (mitogen | ssh | podman).
+# Usage: lab/lab.sh up              start what is missing, prepare the nodes, run site.yml, print the report
+#        lab/lab.sh start           start what is missing and prepare the nodes (no site.yml)
+#        lab/lab.sh site [ARGS...]  run site.yml again on the running lab (make site; ARGS go to
+#                                   ansible-playbook, e.g. --check --diff)
+#        lab/lab.sh plan [ARGS...]  run playbooks/plan.yml on the running lab: the dry run (make plan)
+#        lab/lab.sh down            remove the nodes and the cluster (its state too)
+# Extra ansible-playbook arguments can also be given in LAB_PLAYBOOK_ARGS (e.g. "--check --diff").
+# Another shape of lab (benchmarks/bench_lab.py runs 16 nodes): LAB_NODES (node names) and
+# LAB_INVENTORY (an inventory naming them; its GPU nodes become the cluster's Nodes).
 set -euo pipefail
 # shellcheck source=lab/common.sh
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/common.sh"
 cd "${REPO_ROOT}"
 
 inventory="${LAB_INVENTORY:-inventory/lab}"
-nodes=(gpu-node-01 gpu-node-02)
+read -r -a nodes <<<"${LAB_NODES:-gpu-node-01 gpu-node-02}"
 
 # NAME=SNAPSHOT for every GPU node of the inventory (Node name: gpufabric_k8s_node_name, else
 # the inventory name), so the cluster's Nodes are described by the hardware the nodes run on.
@@ -28,26 +35,21 @@ for host in inv.get("gpu_nodes", {}).get("hosts", []):
 }
 
 up() {
-    local registrations
+    start
+    # shellcheck disable=SC2086  # LAB_PLAYBOOK_ARGS is a list of arguments
+    again site.yml ${LAB_PLAYBOOK_ARGS:-}
+}
+
+start() {
+    local begin="${SECONDS}" registrations
     "${LAB_ROOT}/nodes.sh" up "${nodes[@]}"
     "${LAB_ROOT}/kube.sh" start >/dev/null
     mapfile -t registrations < <(node_snapshots)
     "$(lab_python)" "${LAB_ROOT}/cluster/nodes.py" --kubeconfig "$("${LAB_ROOT}/kube.sh" kubeconfig admin)" \
         --sysroots "${LAB_STATE}/sysroots" "${registrations[@]}" | sed 's/^/[lab] /' >&2
     log "Kubernetes API: $(awk -F'"' '/"server"/ {print $4; exit}' "$("${LAB_ROOT}/kube.sh" kubeconfig)") (roles run as gpufabric-rollout)"
-
-    fresh_tmpdir
-    ansible-playbook -i "${inventory}" "${LAB_ROOT}/prepare.yml"
-    run_playbook site.yml
-    echo
-    cat "${LAB_STATE}/rollout-report.txt"
-}
-
-# kubernetes.core caches API discovery under TMPDIR, keyed by server URL: use a fresh one.
-fresh_tmpdir() {
-    TMPDIR="$(mktemp -d "${TMPDIR:-/tmp}/gpufabric-lab.XXXXXX")"
-    export TMPDIR
-    trap 'rm -rf "${TMPDIR}"' EXIT
+    log "nodes and cluster up in $((SECONDS - begin)) s"
+    playbook "${LAB_ROOT}/prepare.yml"
 }
 
 # The upstream CRD schemas (NicClusterPolicy, IPPool, NADs, ...) are not part of this repository;
@@ -63,19 +65,28 @@ crd_args() {
     fi
 }
 
-run_playbook() { # PLAYBOOK: run it against the lab with the CRD arguments and LAB_PLAYBOOK_ARGS
-    local extra=()
-    mapfile -t extra < <(crd_args)
-    # shellcheck disable=SC2086  # LAB_PLAYBOOK_ARGS is a list of arguments
-    ansible-playbook -i "${inventory}" "$1" "${extra[@]}" ${LAB_PLAYBOOK_ARGS:-}
+# ansible-playbook against the lab inventory over the lab's transport, timed.
+playbook() {
+    local start="${SECONDS}" rc=0 tmp
+    # kubernetes.core caches API discovery under TMPDIR, keyed by server URL: use a fresh one.
+    tmp="$(mktemp -d "${TMPDIR:-/tmp}/gpufabric-lab.XXXXXX")"
+    TMPDIR="${tmp}" ansible-playbook -i "${inventory}" -e "gpufabric_lab_connection=${GPUFABRIC_LAB_CONNECTION}" "$@" || rc=$?
+    rm -rf "${tmp}"
+    log "$(basename "$1") over ${GPUFABRIC_LAB_CONNECTION}: $((SECONDS - start)) s (exit ${rc})"
+    return "${rc}"
 }
 
-# Rerun a playbook against the running lab (no node start, no prepare): `make site`, `make plan`.
+# A playbook against the running lab (no node start, no prepare), with the CRD arguments:
+# `make site`, `make plan`; site.yml prints the report after.
 again() {
+    local book="$1" extra=()
+    shift
     "${LAB_ROOT}/kube.sh" status >/dev/null 2>&1 || die "the lab is not up: run 'make lab' first"
-    fresh_tmpdir
-    run_playbook "$1"
-    [[ "$1" != site.yml ]] || { echo; cat "${LAB_STATE}/rollout-report.txt"; }
+    # Running already: this applies the checkout's RBAC again (the roles' needs may have changed).
+    "${LAB_ROOT}/kube.sh" start >/dev/null
+    mapfile -t extra < <(crd_args)
+    playbook "${book}" "${extra[@]}" "$@"
+    [[ "${book}" != site.yml ]] || { echo; cat "${LAB_STATE}/rollout-report.txt"; }
 }
 
 down() {
@@ -83,10 +94,12 @@ down() {
     "${LAB_ROOT}/kube.sh" stop --purge
 }
 
+# shellcheck disable=SC2086  # LAB_PLAYBOOK_ARGS is a list of arguments
 case "${1:-}" in
-    up) up ;;
+    up) lab_connection_env; up ;;
+    start) lab_connection_env; start ;;
+    site) shift; lab_connection_env; again site.yml ${LAB_PLAYBOOK_ARGS:-} "$@" ;;
+    plan) shift; lab_connection_env; again playbooks/plan.yml ${LAB_PLAYBOOK_ARGS:-} "$@" ;;
     down) down ;;
-    site) again site.yml ;;
-    plan) again playbooks/plan.yml ;;
-    *) die "usage: lab/lab.sh up | down | site | plan" ;;
+    *) die "usage: lab/lab.sh up | start | site [ANSIBLE-PLAYBOOK ARGS...] | plan [ARGS...] | down" ;;
 esac

@@ -377,6 +377,8 @@ def start(state: State) -> int:
     ports = state.ports()
     if all(pids.values()) and ports and Api(state, ports["apiserver"]).ok("/readyz"):
         log(f"already running (https://127.0.0.1:{ports['apiserver']})")
+        # The checkout's RBAC may have changed since the start (a role that now prunes needs more).
+        apply(state, RBAC_FILES)
         return 0
     if any(pids.values()):
         log("partly running: restarting every component")

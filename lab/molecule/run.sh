@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Run molecule scenarios one after another (all of them, or those named), each with a fresh
-# TMPDIR (kubernetes.core caches API discovery there), and print a summary with durations.
+# TMPDIR (kubernetes.core caches API discovery there), over the lab's transport
+# (gpufabric_lab_connection, or GPUFABRIC_LAB_CONNECTION), and print a summary with durations.
 #
 # A scenario whose failure lies in the lab's own set-up steps (create, prepare: starting a
 # podman node, laying down its simulated hardware) is run once more, and the summary says so
@@ -11,6 +12,11 @@
 set -uo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "${repo}" || exit 1
+# shellcheck source=lab/common.sh
+source "${repo}/lab/common.sh"
+# The lab's transport (gpufabric_lab_connection), read by the shared molecule config.
+lab_connection_env
+echo "lab nodes are reached with: ${GPUFABRIC_LAB_CONNECTION}"
 if (($# > 0)) && [[ -n "$*" ]]; then
     scenarios=("$@")
 else

@@ -1,20 +1,26 @@
 #!/usr/bin/env python
 """Build the lab's local apt repositories of stand-in packages (lab/repo/packages.yml).
 
-Usage: lab/repo/build.py [--out DIR] [--force]
+Usage: lab/repo/build.py [--out DIR] [--cache DIR] [--force]
 
 Writes flat, signed apt repositories (Packages, Packages.gz, Release, InRelease, Release.gpg)
-under DIR (default .lab/repo). The signing key is a throwaway key generated once per machine
-(kept in .lab/repo-gnupg, so a rebuild does not invalidate nodes that trust it); its public
-half is exported to the paths listed under `keys:`, so a role's GPG-key step installs a real
-key and apt verifies real signatures. Skips the build when its inputs (this script,
-packages.yml, lab/repo/files/, the running kernel) have not changed since the last one.
+under DIR (default .lab/repo). The signing key is a throwaway ed25519 key made once and kept
+(in CACHE/gnupg, else .lab/repo-gnupg), so a rebuild does not invalidate nodes that trust it;
+a key within 30 days of its 90-day expiry is replaced. Its public half is exported to the paths
+listed under `keys:`, so a role's GPG-key step installs a real key and apt verifies real
+signatures.
+
+The build's key is a digest of its inputs (this script, packages.yml, lab/repo/files/, the
+files packages.yml names, the running kernel) and the signing key's fingerprint. With --cache
+(make repo passes the lab cache, once per machine), a build is kept under CACHE/<key> and later
+checkouts copy it instead of building; without, DIR is rebuilt only when the key changes.
 Needs: dpkg-deb, gpg.
 """
 
 from __future__ import annotations
 
 import argparse
+import fcntl
 import gzip
 import hashlib
 import os
@@ -186,66 +192,75 @@ def write_release(repo_dir: Path, label: str, gpg) -> None:
     gpg("--detach-sign", "--armor", "-o", str(repo_dir / "Release.gpg"), str(repo_dir / "Release"))
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=str(REPO_ROOT / ".lab" / "repo"))
-    parser.add_argument("--force", action="store_true")
-    args = parser.parse_args()
-    out = Path(args.out).resolve()
-    kernel = platform.release()
-    digest = inputs_digest(kernel)
-    stamp = out / ".inputs-sha256"
-    if not args.force and stamp.is_file() and stamp.read_text().strip() == digest:
-        log(f"{out} is up to date")
-        return 0
-    for tool in ("dpkg-deb", "gpg"):
-        if not shutil.which(tool):
-            raise SystemExit(f"lab/repo/build.py needs {tool} (apt-get install dpkg gnupg)")
-    spec = yaml.safe_load((HERE / "packages.yml").read_text())
-    base_vars = {"kernel": kernel}
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="gpufabric-repo.", dir=out.parent) as tmp:
+KEY_DAYS = 90
+KEY_RENEW_DAYS = 30
+
+
+class Gpg:
+    """gpg in batch mode with its own home directory."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+
+    def __call__(self, *argv: str, capture: bool = False) -> str:
+        batch = ["--batch", "--yes", "--pinentry-mode", "loopback", "--passphrase", ""]
+        result = subprocess.run(
+            ["gpg", "--homedir", str(self.home), *batch, *argv],
+            check=True,
+            stdout=subprocess.PIPE if capture else subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        return result.stdout or ""
+
+    def signing_key(self) -> str:
+        """The fingerprint of the throwaway signing key, made (or replaced when it expires soon) here."""
+        self.home.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fingerprint, expires = self._current()
+        if fingerprint and (expires == 0 or expires - time.time() > KEY_RENEW_DAYS * 86400):
+            return fingerprint
+        if fingerprint:
+            log(f"the repository signing key expires within {KEY_RENEW_DAYS} days; making a new one")
+            shutil.rmtree(self.home)
+            self.home.mkdir(mode=0o700, parents=True)
+        self(
+            "--quick-generate-key",
+            "gpufabric lab throwaway repository key <lab@gpufabric.invalid>",
+            "ed25519",
+            "sign",
+            f"{KEY_DAYS}d",
+        )
+        fingerprint, _expires = self._current()
+        if not fingerprint:
+            raise SystemExit(f"gpg made no signing key in {self.home}")
+        return fingerprint
+
+    def _current(self) -> tuple:
+        if not (self.home / "pubring.kbx").exists():
+            return "", 0
+        fingerprint, expires = "", 0
+        for line in self("--list-secret-keys", "--with-colons", capture=True).splitlines():
+            fields = line.split(":")
+            if fields[0] == "sec":
+                expires = int(fields[6] or 0)
+            elif fields[0] == "fpr" and not fingerprint:
+                fingerprint = fields[9]
+        return fingerprint, expires
+
+
+def build_repositories(spec, kernel: str, gpg: Gpg, digest: str, dest: Path) -> int:
+    """Build every repository of packages.yml into dest (replaced as a whole); return the package count."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    count = 0
+    with tempfile.TemporaryDirectory(prefix="gpufabric-repo.", dir=dest.parent) as tmp:
         tmp_path = Path(tmp)
-        # The throwaway key is kept between builds (beside the output), so lab nodes that
-        # already trust it keep working when the repository is rebuilt.
-        home = out.parent / "repo-gnupg"
-        home.mkdir(mode=0o700, exist_ok=True)
         staging = tmp_path / "repo"
-
-        def gpg(*argv):
-            subprocess.run(
-                [
-                    "gpg",
-                    "--homedir",
-                    str(home),
-                    "--batch",
-                    "--yes",
-                    "--pinentry-mode",
-                    "loopback",
-                    "--passphrase",
-                    "",
-                    *argv,
-                ],
-                check=True,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-
-        if not (home / "pubring.kbx").exists():
-            gpg(
-                "--quick-generate-key",
-                "gpufabric lab throwaway repository key <lab@gpufabric.invalid>",
-                "ed25519",
-                "sign",
-                "90d",
-            )
-        count = 0
         for repo in spec["repositories"]:
             repo_dir = staging / repo["path"]
             repo_dir.mkdir(parents=True)
             entries = []
             seen = set()
-            for pkg in repo_packages(repo, spec.get("sets") or {}, base_vars):
+            for pkg in repo_packages(repo, spec.get("sets") or {}, {"kernel": kernel}):
                 key = (pkg["name"], str(pkg["version"]))
                 if key in seen:
                     raise SystemExit("packages.yml: {} {} twice in {}".format(key[0], key[1], repo["path"]))
@@ -263,11 +278,67 @@ def main() -> int:
             target.parent.mkdir(parents=True, exist_ok=True)
             gpg("--armor", "--export", "-o", str(target))
         (staging / ".inputs-sha256").write_text(digest + "\n")
-        old = tmp_path / "old"
-        if out.exists():
-            out.rename(old)
-        staging.rename(out)
-    log(f"built {count} packages in {len(spec['repositories'])} repositories under {out}")
+        replace_tree(staging, dest, tmp_path)
+    return count
+
+
+def replace_tree(new: Path, dest: Path, scratch: Path) -> None:
+    """Put new at dest, moving whatever was there into scratch (removed with it)."""
+    if dest.exists():
+        dest.rename(scratch / "old")
+    new.rename(dest)
+
+
+def stamp_of(path: Path) -> str:
+    stamp = path / ".inputs-sha256"
+    return stamp.read_text().strip() if stamp.is_file() else ""
+
+
+def prune(cache: Path, keep: int = 5) -> None:
+    entries = sorted((p for p in cache.iterdir() if p.is_dir() and p.name != "gnupg"), key=lambda p: p.stat().st_mtime)
+    for old in entries[:-keep]:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=str(REPO_ROOT / ".lab" / "repo"))
+    parser.add_argument("--cache", help="keep builds here, keyed by their inputs (shared by checkouts)")
+    parser.add_argument("--force", action="store_true", help="build even when an up-to-date build exists")
+    args = parser.parse_args()
+    out = Path(args.out).resolve()
+    cache = Path(args.cache).resolve() if args.cache else None
+    for tool in ("dpkg-deb", "gpg"):
+        if not shutil.which(tool):
+            raise SystemExit(f"lab/repo/build.py needs {tool} (apt-get install dpkg gnupg)")
+    lock_dir = cache or out.parent
+    lock_dir.mkdir(parents=True, exist_ok=True)
+    with open(lock_dir / ".repo.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        gpg = Gpg(cache / "gnupg" if cache else out.parent / "repo-gnupg")
+        kernel = platform.release()
+        digest = hashlib.sha256((inputs_digest(kernel) + gpg.signing_key()).encode()).hexdigest()
+        if not args.force and stamp_of(out) == digest:
+            log(f"{out} is up to date")
+            return 0
+        spec = yaml.safe_load((HERE / "packages.yml").read_text())
+        if cache is None:
+            count = build_repositories(spec, kernel, gpg, digest, out)
+            log(f"built {count} packages in {len(spec['repositories'])} repositories under {out}")
+            return 0
+        entry = cache / digest[:16]
+        if args.force or stamp_of(entry) != digest:
+            count = build_repositories(spec, kernel, gpg, digest, entry)
+            log(f"built {count} packages in {len(spec['repositories'])} repositories under {entry}")
+        else:
+            log(f"using the cached build {entry}")
+        entry.touch()
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix="gpufabric-repo.", dir=out.parent) as tmp:
+            shutil.copytree(entry, Path(tmp) / "repo", symlinks=True)
+            replace_tree(Path(tmp) / "repo", out, Path(tmp))
+        prune(cache)
+        log(f"{out} is the build {digest[:16]}")
     return 0
 
 

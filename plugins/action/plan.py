@@ -4,6 +4,10 @@
 
 Runs entirely on the controller (nothing is sent to the node). The argument specs it checks
 against are read from the collection's own roles/*/meta/argument_specs.yml.
+
+Its results are return values, not ``ansible_facts``: facts a module returns are written to the
+fact cache (AWX jobs and ansible.cfg ``fact_caching``), and a later run would find a stale plan
+there. The plan role keeps them for the run with ``set_fact``, which never reaches the cache.
 """
 
 from __future__ import annotations
@@ -25,7 +29,14 @@ except ImportError:  # pragma: no cover - older ansible-core renders any string
         return value
 
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _intent, _intent_rules, _plan_cluster, _plan_node
+from ansible_collections.gpufabric.rollout.plugins.module_utils import (
+    _intent,
+    _intent_rules,
+    _plan_cluster,
+    _plan_node,
+    _skew,
+    _upgrade,
+)
 
 COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PLAN_ROLE = "plan"
@@ -42,6 +53,11 @@ RUNTIME_NAMES = frozenset(
         "gpufabric_intent",
         "gpufabric_node_plan",
         "gpufabric_plan",
+        # What playbooks/report.yml publishes with set_stats: in an AWX workflow the job's artifacts
+        # become extra vars of the next stage's job.
+        "gpufabric_report",
+        "gpufabric_upgrade_plan",
+        "gpufabric_upgrade_result",
     )
 )
 IGNORED_PREFIXES = ("gpufabric_lab_",)
@@ -60,6 +76,12 @@ def load_specs(root: str = COLLECTION_ROOT) -> Dict[str, Dict[str, Dict[str, Any
         entries = document.get("argument_specs") or {}
         specs[role] = {name: dict((entry or {}).get("options") or {}) for name, entry in entries.items()}
     return specs
+
+
+def load_skew_rules(root: str = COLLECTION_ROOT) -> Dict[str, Any]:
+    """The version-skew rules (roles/plan/files/version_skew.yml), checked."""
+    with open(os.path.join(root, "roles", PLAN_ROLE, "files", "version_skew.yml"), encoding="utf-8") as handle:
+        return _skew.load(yaml.safe_load(handle))
 
 
 def trusted(value: Any) -> Any:
@@ -92,7 +114,21 @@ def plain(value: Any) -> Any:
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
-    _VALID_ARGS = frozenset(("part", "roles", "facts", "doca_index", "nodes", "plan_dir", "stored_discovery"))
+    _VALID_ARGS = frozenset(
+        (
+            "part",
+            "roles",
+            "facts",
+            "doca_index",
+            "driver_index",
+            "nodes",
+            "plan_dir",
+            "stored_discovery",
+            "hosts",
+            "cluster_nodes",
+            "current",
+        )
+    )
 
     def _template(self, value: Any) -> Any:
         return self._templar.template(value)
@@ -118,7 +154,11 @@ class ActionModule(ActionBase):
         if PLAN_ROLE not in specs:
             raise AnsibleActionFail("the plan role's argument specs are missing from the collection")
         self._internal_vars = load_internal_vars(roles)
-        rules = _intent_rules.NODE_RULES if entry == "node_intent" else _intent_rules.CLUSTER_RULES
+        rules = {
+            "node_intent": _intent_rules.NODE_RULES,
+            "cluster_intent": _intent_rules.CLUSTER_RULES,
+            "upgrade": _intent_rules.UPGRADE_RULES,
+        }[entry]
         prefixes = ("gpufabric_", *tuple(f"{role}_" for role in specs))
         wanted = [n for n in task_vars if n.startswith(prefixes) and n not in RUNTIME_NAMES]
         variables = self._values(task_vars, wanted)
@@ -139,18 +179,29 @@ class ActionModule(ActionBase):
             if part in ("check_node", "check_cluster"):
                 entry = "node_intent" if part == "check_node" else "cluster_intent"
                 values = self._check(task_vars, entry, list(args.get("roles") or []))
-                result["ansible_facts"] = {"gpufabric_intent": values}
+                result["gpufabric_intent"] = values
             elif part == "node":
                 values = plain(task_vars.get("gpufabric_intent") or {})
                 facts = plain(self._template(args.get("facts") or {}))
                 facts["doca_index"] = plain(self._template(args.get("doca_index"))) if args.get("doca_index") else None
-                result["ansible_facts"] = {"gpufabric_node_plan": _plan_node.plan_node(values, facts)}
+                facts["driver_index"] = (
+                    plain(self._template(args.get("driver_index"))) if args.get("driver_index") else None
+                )
+                result["gpufabric_node_plan"] = _plan_node.plan_node(values, facts)
             elif part == "cluster":
                 result.update(self._cluster(task_vars, args))
+            elif part == "upgrade":
+                result.update(self._upgrade(task_vars, args))
             else:
-                raise AnsibleActionFail("plan: part must be check_node, check_cluster, node or cluster")
+                raise AnsibleActionFail("plan: part must be check_node, check_cluster, node, cluster or upgrade")
+        except _upgrade.UpgradeError as exc:
+            result["failed"] = True
+            result["problems"] = exc.problems
+            result["msg"] = f"The upgrade is refused ({len(exc.problems)} problem(s)):\n- " + "\n- ".join(exc.problems)
         except _intent.IntentError as exc:
-            where = "node " + task_vars.get("inventory_hostname", "?") if part != "cluster" else "the cluster"
+            where = {"cluster": "the cluster", "upgrade": "the upgrade"}.get(
+                part, "node " + task_vars.get("inventory_hostname", "?")
+            )
             result["failed"] = True
             result["problems"] = exc.problems
             result["msg"] = f"The plan for {where} is refused ({len(exc.problems)} problem(s)):\n- " + "\n- ".join(
@@ -159,7 +210,8 @@ class ActionModule(ActionBase):
         result["changed"] = False
         return result
 
-    def _cluster(self, task_vars: Dict[str, Any], args: Dict[str, Any]) -> Dict[str, Any]:
+    def _records(self, task_vars: Dict[str, Any], args: Dict[str, Any], save: bool):
+        """Every GPU node's record: this run's (stored when ``save``), else the stored one, else None."""
         hostvars = task_vars.get("hostvars") or {}
         names = list(self._template(args.get("nodes")) or [])
         plan_dir = str(self._template(args.get("plan_dir")))
@@ -173,13 +225,46 @@ class ActionModule(ActionBase):
             if node_plan:
                 node_plans[host] = plain(node_plan)
                 record = _plan_cluster.node_record(node_plans[host], plain(hv.get("gpufabric_topology") or {}))
-                store.save(host, record)
+                if save:
+                    store.save(host, record)
                 nodes[host] = dict(record, source="this run")
             elif use_stored and store.load(host) is not None:
                 nodes[host] = dict(store.load(host), source="stored")
             else:
                 nodes[host] = None
+        return nodes, node_plans, plan_dir
+
+    def _upgrade(self, task_vars: Dict[str, Any], args: Dict[str, Any]) -> Dict[str, Any]:
+        values = dict(plain(task_vars.get("gpufabric_intent") or {}))
+        values.update(self._check(task_vars, "upgrade", []))
+        nodes, node_plans, _plan_dir = self._records(task_vars, args, save=False)
+        missing = sorted(host for host, record in nodes.items() if record is None)
+        if missing:
+            raise _upgrade.UpgradeError(
+                [
+                    f"the upgrade needs a plan of every GPU node, but {', '.join(missing)} has none; "
+                    "run it without --limit once"
+                ]
+            )
+        cluster_nodes = self._template(args.get("cluster_nodes"))
+        current = plain(self._template(args.get("current") or {}))
+        hosts = list(node_plans) if args.get("hosts") is None else list(self._template(args.get("hosts")))
+        upgrade = _upgrade.plan(
+            values,
+            nodes,
+            None if cluster_nodes is None else plain(cluster_nodes),
+            current,
+            load_skew_rules(),
+            hosts,
+        )
+        return {"ansible_facts": {"gpufabric_upgrade_plan": upgrade}, "summary": upgrade["summary"]}
+
+    def _cluster(self, task_vars: Dict[str, Any], args: Dict[str, Any]) -> Dict[str, Any]:
+        nodes, node_plans, plan_dir = self._records(task_vars, args, save=True)
         values = plain(task_vars.get("gpufabric_intent") or {})
-        cluster = _plan_cluster.plan(values, nodes)
+        use_stored = bool(self._template(args.get("stored_discovery", True)))
+        cluster = _plan_cluster.plan(
+            values, nodes, os.path.join(plan_dir, "discovery"), use_stored, skew_rules=load_skew_rules()
+        )
         files = _plan_cluster.write_plan(plan_dir, dict(cluster, node_plans=node_plans))
-        return {"ansible_facts": {"gpufabric_plan": cluster}, "files": files, "summary": cluster["summary"]}
+        return {"gpufabric_plan": cluster, "files": files, "summary": cluster["summary"]}

@@ -1,71 +1,74 @@
 # Copyright: (c) 2026, gpufabric.rollout contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters over plugins/module_utils/_cluster_plan.py (cluster networking planner)."""
+"""Filters over the cluster networking plan (gpufabric_plan.network, planned by the plan play):
+its report section, the file names of render mode, and what publishing the objects needs
+(RBAC rules, owner selectors, pruning)."""
 
 from __future__ import annotations
 
-from ansible.errors import AnsibleFilterError
-
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _cluster_plan, _k8s_access
-
-
-def cluster_nodes(hostvars, hosts):
-    """Map Kubernetes node name -> gpufabric_topology facts for the given inventory hosts.
-
-    The node name is the host var `gpufabric_k8s_node_name` when set, else the inventory hostname.
-    A host without topology facts is an error: the plan must see every GPU node.
-    """
-    nodes = {}
-    missing = []
-    for host in hosts or []:
-        hv = hostvars[host]
-        facts = (hv.get("ansible_facts") or {}).get("gpufabric_topology") or hv.get("gpufabric_topology")
-        if not facts:
-            missing.append(host)
-            continue
-        nodes[str(hv.get("gpufabric_k8s_node_name") or host)] = facts
-    if missing:
-        raise AnsibleFilterError(
-            "no gpufabric_topology facts for {}: run gpufabric.rollout.topology_facts on the GPU nodes first".format(
-                ", ".join(missing)
-            )
-        )
-    return nodes
-
-
-def cluster_plan(intent, nodes, cluster_cidrs=None, fabric=None, nccl_version=None, components=None):
-    try:
-        return _cluster_plan.plan_cluster(intent, nodes, cluster_cidrs, fabric, nccl_version, components)
-    except _cluster_plan.ClusterPlanError as exc:
-        raise AnsibleFilterError(f"cluster plan refused: {exc}") from exc
+from ansible_collections.gpufabric.rollout.plugins.module_utils import (
+    _cluster_objects,
+    _cluster_report,
+    _k8s_access,
+    _k8s_publish,
+)
+from ansible_collections.gpufabric.rollout.plugins.module_utils._cluster_intent import ClusterPlanError
+from ansible_collections.gpufabric.rollout.plugins.plugin_utils._filter_errors import filter_errors
 
 
 def cluster_report(plan):
-    return _cluster_plan.report_text(plan)
+    return _cluster_report.report_text(plan)
 
 
+@filter_errors(ClusterPlanError)
 def k8s_render_files(objects, prefix=""):
     """[{file, object}] with one stable file name per object, for render mode (kustomization resources)."""
-    try:
-        return _cluster_plan.render_files(objects, prefix)
-    except _cluster_plan.ClusterPlanError as exc:
-        raise AnsibleFilterError(str(exc)) from exc
+    return _cluster_objects.render_files(objects, prefix)
 
 
+@filter_errors(_k8s_access.AccessRuleError)
 def k8s_apply_rules(objects):
     """RBAC-shaped rules (for gpufabric.rollout.k8s_access) that server-side applying `objects` needs."""
-    try:
-        return _k8s_access.apply_rules(objects)
-    except _k8s_access.AccessRuleError as exc:
-        raise AnsibleFilterError(str(exc)) from exc
+    return _k8s_access.apply_rules(objects)
+
+
+def k8s_owner_selector(component):
+    """Label selectors that find the objects this collection made for `component`."""
+    return _k8s_publish.selector(component)
+
+
+def k8s_stale(found, planned):
+    """Objects in `found` (k8s_info resources) made for the component that `planned` no longer has."""
+    return _k8s_publish.stale(found, planned)
+
+
+@filter_errors(_k8s_publish.PublishError)
+def k8s_prune_queries(kinds):
+    """One {api_version, kind} k8s_info query per resource of the prune kinds."""
+    return _k8s_publish.prune_queries(kinds)
+
+
+@filter_errors(_k8s_publish.PublishError)
+def k8s_prune_rules(kinds):
+    """RBAC-shaped rules (gpufabric.rollout.k8s_access) that pruning the kinds needs."""
+    return _k8s_publish.prune_rules(kinds)
+
+
+def k8s_helm_rules(namespaces):
+    """RBAC-shaped rules that Helm releases in `namespaces` need (the namespace, the release records)."""
+    return _k8s_access.helm_release_rules(list(namespaces or []))
 
 
 class FilterModule:
     def filters(self):
-        return {
-            "cluster_nodes": cluster_nodes,
-            "cluster_plan": cluster_plan,
-            "cluster_report": cluster_report,
-            "k8s_render_files": k8s_render_files,
-            "k8s_apply_rules": k8s_apply_rules,
-        }
+        funcs = (
+            cluster_report,
+            k8s_render_files,
+            k8s_apply_rules,
+            k8s_owner_selector,
+            k8s_stale,
+            k8s_prune_queries,
+            k8s_prune_rules,
+            k8s_helm_rules,
+        )
+        return {func.__name__: func for func in funcs}

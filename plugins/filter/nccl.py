@@ -1,70 +1,22 @@
 # Copyright: (c) 2026, gpufabric.rollout contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters over plugins/module_utils/_nccl.py (the nccl.conf planner)."""
+"""Filters over plugins/module_utils/_nccl.py: reading back a written nccl.conf (the nccl_config role).
+
+The entries themselves are planned by the plan play (gpufabric_node_plan.nccl).
+"""
 
 from __future__ import annotations
 
-from ansible.errors import AnsibleFilterError
-
 from ansible_collections.gpufabric.rollout.plugins.module_utils import _nccl
+from ansible_collections.gpufabric.rollout.plugins.module_utils._parse import ParseError
+from ansible_collections.gpufabric.rollout.plugins.plugin_utils._filter_errors import filter_errors
 
 
-def nccl_conf_entries(
-    topology, fabric, nccl_version, socket_ifname, topo_file=None, gid_index=None, gdr_level="auto", extra=None
-):
-    try:
-        return dict(
-            _nccl.plan(
-                topology,
-                fabric,
-                nccl_version,
-                socket_ifname,
-                topo_file=topo_file or None,
-                gid_index_override=gid_index,
-                gdr_level=gdr_level,
-                extra=extra,
-            )
-        )
-    except _nccl.NcclPlanError as exc:
-        raise AnsibleFilterError(str(exc)) from exc
-
-
-def nccl_conf_error(
-    topology, fabric, nccl_version, socket_ifname, topo_file=None, gid_index=None, gdr_level="auto", extra=None
-):
-    """'' when the plan can be made, else the refusal naming the variable (for role asserts)."""
-    try:
-        _nccl.plan(
-            topology or {},
-            fabric or {},
-            nccl_version,
-            socket_ifname,
-            topo_file=topo_file or None,
-            gid_index_override=gid_index,
-            gdr_level=gdr_level,
-            extra=extra,
-        )
-    except _nccl.NcclPlanError as exc:
-        return str(exc)
-    return ""
-
-
+@filter_errors(ParseError)
 def nccl_conf_parse(text):
     return dict(_nccl.parse(text or ""))
 
 
-def nccl_version_lt(left, right):
-    try:
-        return _nccl.version_lt(left, right)
-    except _nccl.NcclPlanError as exc:
-        raise AnsibleFilterError(str(exc)) from exc
-
-
 class FilterModule:
     def filters(self):
-        return {
-            "nccl_conf_entries": nccl_conf_entries,
-            "nccl_conf_error": nccl_conf_error,
-            "nccl_conf_parse": nccl_conf_parse,
-            "nccl_version_lt": nccl_version_lt,
-        }
+        return {"nccl_conf_parse": nccl_conf_parse}

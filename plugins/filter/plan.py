@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _doca, _plan_node
+from ansible_collections.gpufabric.rollout.plugins.module_utils import _doca, _plan_gpu_driver, _plan_node
 
 
 def plan_doca_repo(values, ansible_facts):
@@ -17,6 +17,11 @@ def plan_doca_repo(values, ansible_facts):
         raise AnsibleFilterError(str(exc)) from exc
 
 
+def plan_driver_repo(values, ansible_facts):
+    """The GPU driver repository the plan reads the index of when the collection installs the host driver."""
+    return _plan_gpu_driver.cuda_repo(values or {}, ansible_facts or {})
+
+
 def doca_stack_packages(_unused=None):
     """Every package name that tells the RDMA stack on a node apart (DOCA-OFED, MLNX_OFED, inbox)."""
     return _doca.stack_package_names()
@@ -24,4 +29,8 @@ def doca_stack_packages(_unused=None):
 
 class FilterModule:
     def filters(self):
-        return {"plan_doca_repo": plan_doca_repo, "doca_stack_packages": doca_stack_packages}
+        return {
+            "plan_doca_repo": plan_doca_repo,
+            "plan_driver_repo": plan_driver_repo,
+            "doca_stack_packages": doca_stack_packages,
+        }

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _ncclxml, _topology
+from ansible_collections.gpufabric.rollout.plugins.module_utils import _ncclxml, _topology, _topology_report
 
 
 def _check(facts):
@@ -20,7 +20,7 @@ def _check(facts):
 
 def topology_report(facts, hostname=""):
     """Human-readable report: GPUs, NICs, path-class matrix, rails, warnings."""
-    return _topology.format_report(_check(facts), hostname)
+    return _topology_report.format_report(_check(facts), hostname)
 
 
 def topology_nccl_xml(facts):

@@ -1,12 +1,22 @@
 # Copyright: (c) 2026, gpufabric.rollout contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters of the validate role: thin wrappers over module_utils/_perftest and _gdsio."""
+"""Filters of the validate role: thin wrappers over module_utils/_perftest, _gdsio, _readback and
+_validate_jobs."""
 
 from __future__ import annotations
 
-from ansible.errors import AnsibleFilterError
+import json
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _gates, _gdsio, _perftest
+from ansible.errors import AnsibleFilterError
+from ansible.module_utils.common.text.converters import to_native
+
+from ansible_collections.gpufabric.rollout.plugins.module_utils import (
+    _gates,
+    _gdsio,
+    _perftest,
+    _readback,
+    _validate_jobs,
+)
 
 
 def validate_rdma_plan(
@@ -60,6 +70,88 @@ def validate_gds_run(result, node):
     return run
 
 
+def _plain(value):
+    """Plain dicts and lists (Ansible's lazy containers and tagged strings dropped)."""
+    return json.loads(json.dumps(value, default=to_native))
+
+
+def validate_readback(node_plan, node, live):
+    """The read-back checks of one node: what it holds (``live``) against its plan (see _readback)."""
+    try:
+        return _readback.checks(str(node), _plain(node_plan or {}), _plain(live or {}))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise AnsibleFilterError(f"validate_readback: {exc}") from exc
+
+
+def validate_nccl_jobs(network, hosts, options):
+    """The NCCL Job set of this run: ``hosts`` maps each node's Kubernetes Node name to its inventory name."""
+    try:
+        return _validate_jobs.job_set(_plain(network or {}), _plain(hosts or {}), _plain(options or {}))
+    except _validate_jobs.JobPlanError as exc:
+        raise AnsibleFilterError(f"validate_nccl_jobs: {exc}") from exc
+
+
+def validate_ssh_keypair(kind="ed25519"):
+    """A new SSH key pair ``{private, public}`` for the NCCL Pods (set it once with set_fact, no_log)."""
+    if kind != "ed25519":
+        raise AnsibleFilterError(f"validate_ssh_keypair: {kind!r} is not supported; use ed25519")
+    private, public = _validate_jobs.ssh_keypair()
+    return {"private": private, "public": public}
+
+
+def validate_nccl_secret(job, keypair):
+    return _validate_jobs.secret(_plain(job), keypair["private"], keypair["public"])
+
+
+def validate_nccl_cleanup(jobs):
+    """What the NCCL Jobs leave in the cluster, to delete: each Job, its Service and its Secret."""
+    out = []
+    for job in _plain(jobs or []):
+        for obj in job["objects"]:
+            out.append(
+                {
+                    "api_version": obj["apiVersion"],
+                    "kind": obj["kind"],
+                    "name": obj["metadata"]["name"],
+                    "namespace": job["namespace"],
+                }
+            )
+        out.append({"api_version": "v1", "kind": "Secret", "name": job["secret"], "namespace": job["namespace"]})
+    return out
+
+
+def validate_nccl_lab_env(job):
+    return _validate_jobs.lab_environment(_plain(job))
+
+
+def _by_job(results, key):
+    """Loop results of one task per Job (item = the job, or [job, host]) grouped by Job name."""
+    out = {}
+    for res in _plain(results or []):
+        if res.get("skipped"):
+            continue
+        item = res.get("item")
+        job = item[0] if isinstance(item, list) else item
+        out.setdefault(job["name"], []).append(key(res, item))
+    return out
+
+
+def validate_nccl_collect(jobs, states, pods, logs, lab, figures):
+    """The report's NCCL runs and the Jobs' checks from the registered results of nccl.yml."""
+    state = {n: v[0] for n, v in _by_job(states, lambda r, i: (r.get("resources") or [None])[0]).items()}
+    found = {n: v[0] for n, v in _by_job(pods, lambda r, i: r.get("resources") or []).items()}
+    log = {n: v[0] for n, v in _by_job(logs, lambda r, i: r).items()}
+    runs = _by_job(
+        lab, lambda r, i: {"host": i[1], "rc": r.get("rc"), "stdout": r.get("stdout"), "stderr": r.get("stderr")}
+    )
+    return _validate_jobs.collect(_plain(jobs or []), state, found, log, runs, str(figures))
+
+
+def validate_launcher_pod(pods_result):
+    pod = _validate_jobs.launcher_pod(_plain((pods_result or {}).get("resources") or []))
+    return (pod or {}).get("metadata", {}).get("name", "")
+
+
 def validate_describe(check):
     return _gates.describe(check)
 
@@ -72,4 +164,12 @@ class FilterModule:
             "validate_runs": validate_runs,
             "validate_gds_run": validate_gds_run,
             "validate_describe": validate_describe,
+            "validate_readback": validate_readback,
+            "validate_nccl_jobs": validate_nccl_jobs,
+            "validate_ssh_keypair": validate_ssh_keypair,
+            "validate_nccl_secret": validate_nccl_secret,
+            "validate_nccl_lab_env": validate_nccl_lab_env,
+            "validate_nccl_cleanup": validate_nccl_cleanup,
+            "validate_nccl_collect": validate_nccl_collect,
+            "validate_launcher_pod": validate_launcher_pod,
         }

@@ -8,16 +8,25 @@ the document into value spans, replaces only the spans of the keys whose values 
 inserts missing keys next to their siblings with the siblings' indentation and separator.
 Nothing else in the text moves; when no value changes the result is the input, byte for byte.
 
+Contract: ``parse`` and ``apply_settings`` raise CufileSyntaxError (a ParseError) naming the
+line and column for any text that is not JSON-with-comments, including nesting deeper than
+MAX_DEPTH (Python would otherwise run out of stack) and NaN/Infinity (not JSON).
+
 Pure Python (>= 3.8), no Ansible imports: used by the cufile_config module and unit-tested.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from typing import Any, Dict, List, Optional, Tuple
 
+from ansible_collections.gpufabric.rollout.plugins.module_utils._parse import ParseError, as_text
 
-class CufileSyntaxError(ValueError):
+MAX_DEPTH = 64  # NVIDIA's file nests 3 deep; Python's stack allows about 490 with two frames a level
+
+
+class CufileSyntaxError(ParseError):
     """The text is not JSON-with-comments; carries the line and column."""
 
 
@@ -46,15 +55,23 @@ class _Node:
 
 
 class _Parser:
-    def __init__(self, text: str) -> None:
-        self.text = text
+    def __init__(self, text: Any) -> None:
+        self.text = as_text(text, "cufile.json")
         self.pos = 0
+        self.depth = 0
 
     def error(self, message: str, pos: Optional[int] = None) -> CufileSyntaxError:
-        pos = self.pos if pos is None else pos
-        line = self.text.count("\n", 0, pos) + 1
-        col = pos - (self.text.rfind("\n", 0, pos) + 1) + 1
-        return CufileSyntaxError(f"{message} at line {line} column {col}")
+        pos = min(self.pos if pos is None else pos, len(self.text))
+        lineno = self.text.count("\n", 0, pos) + 1
+        start = self.text.rfind("\n", 0, pos) + 1
+        end = self.text.find("\n", pos)
+        line = self.text[start : len(self.text) if end < 0 else end]
+        return CufileSyntaxError(f"{message} at line {lineno} column {pos - start + 1}", line=line, lineno=lineno)
+
+    def enter(self, start: int) -> None:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise self.error(f"nesting deeper than {MAX_DEPTH} levels", start)
 
     def skip(self) -> None:
         """Skip whitespace and comments."""
@@ -133,13 +150,14 @@ class _Parser:
                 value = json.loads(token)
             except ValueError:
                 raise self.error(f"unexpected token {token[:20]!r}", start) from None
-            if not isinstance(value, (int, float)):
+            if not isinstance(value, (int, float)) or (isinstance(value, float) and not math.isfinite(value)):
                 raise self.error(f"unexpected token {token[:20]!r}", start)
         self.pos = i
         return _Node("scalar", start, i, value)
 
     def parse_array(self) -> _Node:
         start = self.pos
+        self.enter(start)
         self.pos += 1
         items: List[Any] = []
         self.skip()
@@ -149,6 +167,7 @@ class _Parser:
                 raise self.error("unterminated array", start)
             if self.text[self.pos] == "]":
                 self.pos += 1
+                self.depth -= 1
                 return _Node("array", start, self.pos, items)
             items.append(self.parse_value().value)
             self.skip()
@@ -159,6 +178,7 @@ class _Parser:
 
     def parse_object(self) -> _Node:
         start = self.pos
+        self.enter(start)
         self.pos += 1
         members: List[Tuple[str, int, _Node]] = []
         while True:
@@ -171,6 +191,7 @@ class _Parser:
                 value = {}
                 for key, _pos, node in members:
                     value[key] = node.value
+                self.depth -= 1
                 return _Node("object", start, self.pos, value, members)
             if ch != '"':
                 raise self.error("expected a quoted key or '}'")
@@ -189,7 +210,7 @@ class _Parser:
                 raise self.error("expected ',' or '}'")
 
 
-def parse(text: str) -> Dict[str, Any]:
+def parse(text: Any) -> Dict[str, Any]:
     """Return the document as Python data (comments dropped). Raises CufileSyntaxError."""
     node = _Parser(text).parse_document()
     if node.kind != "object":
@@ -327,6 +348,18 @@ def _same(current: Any, wanted: Any) -> bool:
     return type(current) is type(wanted) and current == wanted
 
 
+def leaves(desired: Dict[str, Any]) -> List[Tuple[Tuple[str, ...], Any]]:
+    """The (path, value) leaves of a nested dict of wanted values, as apply_settings sets them."""
+    out: List[Tuple[Tuple[str, ...], Any]] = []
+    _flatten((), desired, out)
+    return out
+
+
+def same(current: Any, wanted: Any) -> bool:
+    """Whether a value read from a cufile.json is the wanted one (JSON true is not 1)."""
+    return _same(current, wanted)
+
+
 def apply_settings(text: str, desired: Dict[str, Any]) -> Tuple[str, List[str]]:
     """Set the leaves of ``desired`` (a nested dict) in the document ``text``.
 
@@ -335,6 +368,7 @@ def apply_settings(text: str, desired: Dict[str, Any]) -> Tuple[str, List[str]]:
     ``changed_paths`` is empty ``new_text is text``. Raises CufileSyntaxError for unparsable
     input and ValueError when a path runs through a value that is not an object.
     """
+    text = as_text(text, "cufile.json")
     leaves: List[Tuple[Tuple[str, ...], Any]] = []
     _flatten((), desired, leaves)
     changed: List[str] = []

@@ -13,13 +13,21 @@ repository (``deb [signed-by=KEY] URL ./``) or a dnf repository with ``repodata/
 ``doca-roce``, ``doca-ofed-userspace``...); kernel modules are DKMS packages
 (``mlnx-ofed-kernel-dkms``, ``mlnx-nfsrdma-dkms``, ``mlnx-nvme-dkms``). ``ofed_info -s`` prints
 ``MLNX_OFED_LINUX-<ver>:`` for standalone MLNX_OFED and ``OFED-internal-<ver>:`` for DOCA-OFED.
+
+Parsers of outside text: ``parse_packages_index``/``parse_packages_depends`` (apt ``Packages``),
+``primary_location``/``parse_primary_xml`` (dnf repodata) raise ParseError naming the line of a
+malformed document or version; ``parse_ofed_info`` and ``parse_dkms_status`` read leniently
+(None / lines they do not recognise are left out: dkms prints errors between its entries).
 """
 
 from __future__ import annotations
 
+import functools
 import re
 import xml.etree.ElementTree as ET
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+from ansible_collections.gpufabric.rollout.plugins.module_utils._parse import ParseError, as_text, integer
 
 DEFAULT_BASE_URL = "https://linux.mellanox.com/public/repo/doca"
 GPG_KEY_NAME = "GPG-KEY-Mellanox.pub"
@@ -212,10 +220,13 @@ def _dpkg_cmp_part(left: str, right: str) -> int:
     return 0
 
 
-def _split_version(version: str):
-    epoch, _sep, rest = version.rpartition(":") if ":" in version else ("0", "", version)
+def _split_version(version: str) -> Tuple[int, str, str]:
+    """(epoch, upstream, revision); ParseError when the epoch is not a number or nothing is left."""
+    epoch, _sep, rest = version.partition(":") if ":" in version else ("0", "", version)
     upstream, _sep, revision = rest.rpartition("-") if "-" in rest else (rest, "", "0")
-    return int(epoch or 0), upstream, revision
+    if not upstream or not re.fullmatch(r"[A-Za-z0-9.+~_:^-]+", rest):
+        raise ParseError(f"version {version!r} is not [epoch:]upstream[-revision]")
+    return integer(epoch or "0", f"version {version!r}: epoch", 0), upstream, revision
 
 
 def compare_versions(left: str, right: str) -> int:
@@ -228,8 +239,6 @@ def compare_versions(left: str, right: str) -> int:
 
 
 def sort_versions(versions: Iterable[str]) -> List[str]:
-    import functools
-
     return sorted(set(versions), key=functools.cmp_to_key(compare_versions))
 
 
@@ -258,31 +267,44 @@ def select_version(available: Mapping[str, Sequence[str]], package: str, wanted:
 
 
 # --------------------------------------------------------------------------- repository indexes
-def parse_packages_index(text: str) -> Dict[str, List[str]]:
+def _stanzas(text: Any) -> Iterable[Dict[str, Any]]:
+    """deb822 stanzas of an apt ``Packages`` file: {field (lower case): value, "_line": (lineno, line)}.
+
+    Continuation lines (leading blank) and comments are skipped; each Version is checked, so a
+    malformed one is reported with its line."""
+    fields: Dict[str, Any] = {}
+    for lineno, line in enumerate(as_text(text, "Packages index").replace("\r\n", "\n").split("\n"), 1):
+        if not line.strip():
+            if fields:
+                yield fields
+            fields = {}
+            continue
+        if line[0] in " \t#" or ":" not in line:
+            continue
+        key, _sep, value = line.partition(":")
+        fields[key.strip().lower()] = value.strip()
+        if key.strip().lower() == "version":
+            try:
+                _split_version(value.strip())
+            except ParseError as exc:
+                raise ParseError(exc.message, line=line, lineno=lineno) from None
+    if fields:
+        yield fields
+
+
+def parse_packages_index(text: Any) -> Dict[str, List[str]]:
     """An apt ``Packages`` file (deb822 stanzas) -> {package: [versions, oldest first]}."""
     found: Dict[str, List[str]] = {}
-    for stanza in re.split(r"\n\s*\n", text.replace("\r\n", "\n")):
-        fields = {}
-        for line in stanza.splitlines():
-            if not line or line[0] in " \t#" or ":" not in line:
-                continue
-            key, _sep, value = line.partition(":")
-            fields[key.strip().lower()] = value.strip()
+    for fields in _stanzas(text):
         if "package" in fields and "version" in fields:
             found.setdefault(fields["package"], []).append(fields["version"])
     return {name: sort_versions(versions) for name, versions in found.items()}
 
 
-def parse_packages_depends(text: str, prefix: str = "doca-") -> Dict[str, Dict[str, str]]:
+def parse_packages_depends(text: Any, prefix: str = "doca-") -> Dict[str, Dict[str, str]]:
     """``Depends`` of the packages whose name starts with ``prefix``: {package: {version: depends}}."""
     found: Dict[str, Dict[str, str]] = {}
-    for stanza in re.split(r"\n\s*\n", text.replace("\r\n", "\n")):
-        fields = {}
-        for line in stanza.splitlines():
-            if not line or line[0] in " \t#" or ":" not in line:
-                continue
-            key, _sep, value = line.partition(":")
-            fields[key.strip().lower()] = value.strip()
+    for fields in _stanzas(text):
         name = fields.get("package", "")
         if name.startswith(prefix) and "version" in fields:
             found.setdefault(name, {})[fields["version"]] = fields.get("depends", "")
@@ -292,7 +314,7 @@ def parse_packages_depends(text: str, prefix: str = "doca-") -> Dict[str, Dict[s
 def exact_dependencies(depends: str) -> Dict[str, str]:
     """'a (= 1.0), b (>= 2), c' -> {'a': '1.0'}: the components a metapackage pins exactly."""
     pinned = {}
-    for item in (depends or "").split(","):
+    for item in as_text(depends or "", "Depends").split(","):
         match = re.match(r"^\s*([a-z0-9][a-z0-9+.-]*)(?::\S+)?\s*\(\s*=\s*([^)\s]+)\s*\)\s*$", item.split("|")[0])
         if match:
             pinned[match.group(1)] = match.group(2)
@@ -303,9 +325,25 @@ _COMMON_NS = "{http://linux.duke.edu/metadata/common}"
 _REPO_NS = "{http://linux.duke.edu/metadata/repo}"
 
 
-def primary_location(repomd_xml: str) -> str:
+def _xml(text: Any, what: str) -> ET.Element:
+    """The root element of an XML document; ParseError naming the line of a syntax error.
+
+    Python's expat refuses entity-expansion bombs; ElementTree fetches no external entities."""
+    text = as_text(text, what)
+    try:
+        return ET.fromstring(text)
+    except (UnicodeError, ValueError) as exc:  # lone surrogates, an encoding declaration a str cannot have
+        raise ParseError(f"{what} is not well-formed XML ({exc})") from None
+    except ET.ParseError as exc:
+        lineno = exc.position[0] if getattr(exc, "position", None) else None
+        lines = text.splitlines()
+        line = lines[lineno - 1] if lineno and 0 < lineno <= len(lines) else None
+        raise ParseError(f"{what} is not well-formed XML ({exc})", line=line, lineno=lineno) from None
+
+
+def primary_location(repomd_xml: Any) -> str:
     """repodata/repomd.xml -> the href of the primary metadata (e.g. repodata/<sum>-primary.xml.gz)."""
-    root = ET.fromstring(repomd_xml)
+    root = _xml(repomd_xml, "repomd.xml")
     for data in root.findall(_REPO_NS + "data"):
         if data.get("type") == "primary":
             location = data.find(_REPO_NS + "location")
@@ -314,9 +352,9 @@ def primary_location(repomd_xml: str) -> str:
     raise DocaError("doca_ofed_repo_base_url: repomd.xml has no primary metadata")
 
 
-def parse_primary_xml(xml_text: str) -> Dict[str, List[str]]:
+def parse_primary_xml(xml_text: Any) -> Dict[str, List[str]]:
     """dnf ``primary.xml`` -> {package: ["[epoch:]version-release", ...]}."""
-    root = ET.fromstring(xml_text)
+    root = _xml(xml_text, "primary.xml")
     found: Dict[str, List[str]] = {}
     for pkg in root.findall(_COMMON_NS + "package"):
         name = pkg.findtext(_COMMON_NS + "name")
@@ -326,14 +364,18 @@ def parse_primary_xml(xml_text: str) -> Dict[str, List[str]]:
         text = "{}-{}".format(ver.get("ver"), ver.get("rel"))
         if ver.get("epoch") not in (None, "", "0"):
             text = "{}:{}".format(ver.get("epoch"), text)
+        try:
+            _split_version(text)
+        except ParseError as exc:
+            raise ParseError(f"package {name}: {exc.message}") from None
         found.setdefault(name, []).append(text)
     return {name: sort_versions(versions) for name, versions in found.items()}
 
 
 # --------------------------------------------------------------------------- installed stack
-def parse_ofed_info(text: Optional[str]) -> Optional[Dict[str, str]]:
+def parse_ofed_info(text: Any) -> Optional[Dict[str, str]]:
     """``ofed_info -s`` -> {flavour: mlnx_ofed|doca_ofed, version}; None when nothing is recognised."""
-    for line in (text or "").splitlines():
+    for line in as_text(text or "", "ofed_info output").splitlines():
         line = line.strip().rstrip(":")
         match = re.match(r"^MLNX_OFED_LINUX-(\S+)$", line)
         if match:
@@ -359,10 +401,11 @@ def release_matches(reported: Optional[str], expected: Optional[str]) -> bool:
     return reported == expected or reported.startswith(expected + ".")
 
 
-def parse_dkms_status(text: str) -> List[Dict[str, str]]:
-    """``dkms status`` lines, dkms 3.x ('m/v, kernel, arch: state') and 2.x ('m, v, kernel, arch: state')."""
+def parse_dkms_status(text: Any) -> List[Dict[str, str]]:
+    """``dkms status`` lines, dkms 3.x ('m/v, kernel, arch: state') and 2.x ('m, v, kernel, arch: state');
+    other lines (dkms errors and warnings) are left out."""
     entries = []
-    for line in (text or "").splitlines():
+    for line in as_text(text or "", "dkms status output").splitlines():
         line = line.strip()
         if not line or ":" not in line:
             continue
@@ -376,6 +419,8 @@ def parse_dkms_status(text: str) -> List[Dict[str, str]]:
             module, version = parts[0], parts[1]
             rest = parts[2:]
         else:
+            continue
+        if not module.strip() or not version.strip():
             continue
         entries.append(
             {

@@ -118,32 +118,14 @@ def _check(category: str, node: str, subject: str, name: str, **kw: Any) -> Dict
 
 
 def _ratio_check(category, node, subject, name, measured, expected, fraction, unit, detail="") -> Dict[str, Any]:
+    what = (category, node, subject, name)
     if expected is None:
-        return _check(
-            category,
-            node,
-            subject,
-            name,
-            measured=measured,
-            unit=unit,
-            passed=False,
-            detail=(detail + "; " if detail else "") + "no expected figure could be derived",
-        )
+        detail = (detail + "; " if detail else "") + "no expected figure could be derived"
+        return _check(*what, measured=measured, unit=unit, passed=False, detail=detail)
     threshold = expected * fraction
     passed = measured is not None and measured >= threshold
-    return _check(
-        category,
-        node,
-        subject,
-        name,
-        measured=measured,
-        expected=expected,
-        threshold=threshold,
-        fraction=fraction,
-        unit=unit,
-        passed=passed,
-        detail=detail,
-    )
+    figures = {"measured": measured, "expected": expected, "threshold": threshold, "fraction": fraction}
+    return _check(*what, unit=unit, passed=passed, detail=detail, **figures)
 
 
 def nic_by_device(topology: Dict[str, Any], rdma_device: str) -> Optional[Dict[str, Any]]:
@@ -207,17 +189,27 @@ def nccl_expected_gbs(topologies: Iterable[Dict[str, Any]], efficiency: float) -
     return sum(per_rail.values()) / 8 * efficiency
 
 
-def nccl_checks(name: str, result: Dict[str, Any], expected: Optional[float], g: Dict[str, float]) -> List[Dict]:
+def nccl_checks(
+    name: str,
+    result: Dict[str, Any],
+    expected: Optional[float],
+    g: Dict[str, float],
+    source: str = "",
+    nodes: Optional[List[str]] = None,
+) -> List[Dict]:
     """Gate one nccl-tests run: bus bandwidth (best out-of-place figure at sizes >= nccl_min_bytes,
-    else the largest size) and correctness (#wrong, out-of-bounds)."""
+    else the largest size) and correctness (#wrong, out-of-bounds). ``source`` says where the
+    figures come from (a Job's launcher Pod, the lab's simulator on a node); it ends each detail."""
     rows = [r for r in result["rows"] if r["bytes"] >= g["nccl_min_bytes"]] or [result["rows"][-1]]
     best = max(rows, key=lambda r: r["out_of_place"]["busbw_gbps"])
     hosts = ",".join(result.get("hosts") or []) or "cluster"
-    detail = f"{result.get('ranks') or '?'} ranks on {hosts}, best at {best['bytes']} B"
+    tail = f"; source: {source}" if source else ""
+    detail = f"{result.get('ranks') or '?'} ranks on {hosts}, best at {best['bytes']} B{tail}"
+    node = ",".join(nodes) if nodes else hosts  # the inventory's names when the caller knows them
     checks = [
         _ratio_check(
             "nccl",
-            hosts,
+            node,
             name,
             "all-reduce bus bandwidth",
             best["out_of_place"]["busbw_gbps"],
@@ -234,7 +226,7 @@ def nccl_checks(name: str, result: Dict[str, Any], expected: Optional[float], g:
     checks.append(
         _check(
             "nccl",
-            hosts,
+            node,
             name,
             "all-reduce results correct",
             measured=wrong,
@@ -242,7 +234,7 @@ def nccl_checks(name: str, result: Dict[str, Any], expected: Optional[float], g:
             threshold=0,
             unit="wrong elements",
             passed=not bad,
-            detail=f"first wrong at {first} B" if first else "no wrong elements",
+            detail=(f"first wrong at {first} B" if first else "no wrong elements") + tail,
         )
     )
     return checks

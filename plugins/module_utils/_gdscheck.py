@@ -9,6 +9,9 @@ lines it needs by loose patterns; anything else is kept in ``other`` rather than
 cuFile writes the same report to cufile.log at level INFO, each line prefixed with a
 timestamp, pid and source location; those prefixes are stripped first.
 
+Contract: ``parse`` reads any text (str or bytes) without raising: what it cannot read is
+None, or a line in ``other``. Integers of more than 20 digits stay text.
+
 Pure Python (>= 3.8), no Ansible imports.
 """
 
@@ -17,12 +20,16 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional
 
+from ansible_collections.gpufabric.rollout.plugins.module_utils._parse import as_text, integer_or_none
+from ansible_collections.gpufabric.rollout.plugins.module_utils._storage_backends import GDSCHECK_LABELS
+
 # " 30-11-2026 01:18:59:824 [pid=623 tid=623] INFO   cufio-drv:254 NVMe : Unsupported"
 _LOG_PREFIX = re.compile(r"^\s*\d{1,2}-\d{1,2}-\d{4}\s+[\d:.]+\s+\[pid=\d+\s+tid=\d+\]\s+[A-Z]+\s+[\w.-]+:\d+\s?")
 _SECTION = re.compile(r"^\s*([A-Z][A-Z /]+[A-Z])\s*:\s*$")
 _PAIR = re.compile(r"^\s*(-*)\s*([^:]+?)\s*:\s*(.*?)\s*$")
 _GPU = re.compile(
-    r"GPU index\s+(?P<index>\d+)\s+(?P<name>.+?)\s+bar:\s*(?P<bar>\d+)\s+bar size \(MiB\):\s*(?P<size>\d+)"
+    r"GPU index\s+(?P<index>[0-9]{1,9})\s+(?P<name>.+?)\s+bar:\s*(?P<bar>[0-9]{1,9})\s+"
+    r"bar size \(MiB\):\s*(?P<size>[0-9]{1,20})"
     r"(?:\s*,?\s*(?P<support>supports GDS|[^,]*?not support[^,]*))?(?:\s*,\s*IOMMU State:\s*(?P<iommu>\w+))?",
     re.IGNORECASE,
 )
@@ -38,11 +45,13 @@ def _typed(value: str) -> Any:
     low = value.lower()
     if low in ("true", "false"):
         return low == "true"
-    if re.fullmatch(r"-?\d+", value):
-        return int(value)
+    number = integer_or_none(value)
+    if number is not None and value == value.strip():
+        return number
     parts = value.split()
-    if len(parts) > 1 and all(re.fullmatch(r"-?\d+", p) for p in parts):
-        return [int(p) for p in parts]
+    numbers = [integer_or_none(p) for p in parts]
+    if len(parts) > 1 and all(n is not None for n in numbers):
+        return numbers
     return value
 
 
@@ -56,12 +65,42 @@ def _state(value: str) -> Optional[bool]:
     return None
 
 
+# Newer releases print the data paths a filesystem can use instead of Supported/Unsupported, e.g.
+# "NVMe : c2c, nvfs, compat" (NVIDIA/MagnumIO gds-diag checks/gdscheck.py): nvfs, dmabuf and
+# nvidia_peermem are GDS through nvidia-fs or user-space RDMA, p2pdma and c2c the direct paths;
+# compat alone is POSIX I/O.
+_GDS_TOKENS = frozenset(("nvfs", "dmabuf", "nvidia_peermem", "p2pdma", "c2c"))
+_MODE_TOKEN = re.compile(r"^[a-z0-9_]+$")
+
+
+def _modes(value: str) -> Optional[List[str]]:
+    tokens = [t.strip().lower() for t in value.split(",")]
+    if tokens and all(_MODE_TOKEN.match(t) for t in tokens) and (set(tokens) & (_GDS_TOKENS | {"compat"})):
+        return tokens
+    return None
+
+
+def filesystem_support(facts: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
+    """Per storage backend (nfs, lustre, nvmeof, weka, gpfs): the DRIVER CONFIGURATION line gdscheck printed
+    for it (label, supported, modes), the newest label first; backends it printed nothing for are left out."""
+    out: Dict[str, Dict[str, Any]] = {}
+    drivers = facts.get("drivers") or {}
+    modes = facts.get("driver_modes") or {}
+    for backend, labels in GDSCHECK_LABELS.items():
+        for label in labels:
+            if label in drivers:
+                out[backend] = {"label": label, "supported": drivers[label], "modes": modes.get(label)}
+                break
+    return out
+
+
 def _norm(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", name.strip().lower()).strip("_")
 
 
-def parse(text: str) -> Dict[str, Any]:
+def parse(text: Any) -> Dict[str, Any]:
     """Return facts from a gdscheck -p report. Missing items are None, never guessed."""
+    text = as_text(text, "gdscheck output")
     facts: Dict[str, Any] = {
         "gds_release": None,
         "nvidia_fs_version": None,
@@ -69,7 +108,9 @@ def parse(text: str) -> Dict[str, Any]:
         "nvidia_fs_loaded": None,
         "platform": None,
         "drivers": {},
+        "driver_modes": {},
         "peer_direct": None,
+        "dmabuf": None,
         "rdma_library_loaded": None,
         "rdma_devices_configured": None,
         "config": {},
@@ -137,6 +178,8 @@ def parse(text: str) -> Dict[str, Any]:
             facts["cuda_driver_version"] = _typed(value)
         elif dashes and ("peer" in nkey and "direct" in nkey):
             facts["peer_direct"] = _state(value)
+        elif dashes and nkey == "dmabuf_support":
+            facts["dmabuf"] = _state(value)
         elif dashes and nkey == "rdma_library":
             facts["rdma_library_loaded"] = _state(value)
         elif dashes and nkey == "rdma_devices":
@@ -145,6 +188,9 @@ def parse(text: str) -> Dict[str, Any]:
             facts["config"][key.strip()] = _typed(value)
         elif section == "driver_configuration" and _state(value) is not None:
             facts["drivers"][key.strip()] = _state(value)
+        elif section == "driver_configuration" and _modes(value) is not None:
+            facts["driver_modes"][key.strip()] = _modes(value)
+            facts["drivers"][key.strip()] = bool(set(_modes(value) or []) & _GDS_TOKENS)
         elif section == "environment":
             continue
         else:
@@ -156,6 +202,7 @@ def parse(text: str) -> Dict[str, Any]:
             break
     if facts["nvidia_fs_loaded"] is None and facts["nvidia_fs_version"] not in (None, "", "N/A"):
         facts["nvidia_fs_loaded"] = True
+    facts["filesystems"] = filesystem_support(facts)
     return facts
 
 

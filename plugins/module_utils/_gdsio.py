@@ -25,11 +25,15 @@ XFER_TYPES = {0: "GPUD", 1: "CPUONLY", 2: "CPU_GPU", 3: "CPU_ASYNC_GPU", 4: "CPU
 XFER_TYPES.update({6: "GPU_BATCH", 7: "GPU_BATCH_STREAM"})
 IO_TYPES = {0: "READ", 1: "WRITE", 2: "RANDREAD", 3: "RANDWRITE"}
 
+# Numbers as ASCII digits, at most 20 of them (_parse.MAX_DIGITS): no output makes a conversion fail.
+_U = r"[0-9]{1,20}"
+_D = r"[0-9]{1,20}(?:\.[0-9]{1,20})?"
 _LINE = re.compile(
-    r"IoType:\s*(?P<io>\w+)\s+XferType:\s*(?P<xfer>\w+)\s+Threads:\s*(?P<threads>\d+)\s+"
-    r"DataSetSize:\s*(?P<done>\d+)/(?P<total>\d+)\(KiB\)\s+IOSize:\s*(?P<iosize>[\d-]+)\(KiB\)\s+"
-    r"Throughput:\s*(?P<gib>\d+(?:\.\d+)?)\s*GiB/sec,?\s+Avg_Latency:\s*(?P<lat>\d+(?:\.\d+)?)\s*usecs\s+"
-    r"ops:\s*(?P<ops>\d+)\s+total_time\s+(?P<secs>\d+(?:\.\d+)?)\s*secs"
+    rf"IoType:\s*(?P<io>\w+)\s+XferType:\s*(?P<xfer>\w+)\s+Threads:\s*(?P<threads>{_U})\s+"
+    rf"DataSetSize:\s*(?P<done>{_U})/(?P<total>{_U})\(KiB\)\s+IOSize:\s*(?P<iosize>{_U}(?:-{_U})*)\(KiB\)\s+"
+    rf"Throughput:\s*(?P<gib>{_D})\s*GiB/sec,?\s+Avg_Latency:\s*(?P<lat>{_D})\s*usecs\s+"
+    rf"ops:\s*(?P<ops>{_U})\s+total_time\s+(?P<secs>{_D})\s*secs",
+    re.ASCII,
 )
 
 

@@ -9,15 +9,26 @@ DMA-BUF needs the open GPU kernel module, CUDA >= 11.7, a Turing or newer GPU an
 whenever the host qualifies. GDS (nvidia-fs) is gated here too: since GPU Operator v23.9.1
 it needs the open kernel module, and P2PDMA mode needs CUDA >= 12.8, R565+ open and 6.2+.
 
-Pure Python (>= 3.8), no Ansible imports; file readers take a sysroot.
+Parsers here (``/proc/driver/nvidia/version``, ``modinfo``, ``nvidia-smi``, ``/proc/modules``,
+version strings) return their documented "unknown" values (None, ``()``, ``{}``) for text they
+cannot read, except ``parse_smi_gpus``, which raises ParseError naming the line.
+
+Pure Python (>= 3.8), no Ansible imports; host files are read through ``_host.Sysroot``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 from typing import Any, Dict, List, Optional, Tuple
+
+from ansible_collections.gpufabric.rollout.plugins.module_utils._host import Sysroot
+from ansible_collections.gpufabric.rollout.plugins.module_utils._parse import (
+    ParseError,
+    as_text,
+    numbered,
+    version_numbers,
+)
 
 # Lowest CUDA version a driver branch supports (CUDA toolkit release notes, "CUDA Toolkit and
 # Corresponding Driver Versions"); used only when nvidia-smi did not report it.
@@ -59,11 +70,8 @@ METHODS = ("auto", "dmabuf", "peermem")
 
 
 def version_tuple(text: Optional[str]) -> Tuple[int, ...]:
-    """'5.15.0-91-generic' → (5, 15, 0); '13.0' → (13, 0); None/'' → ()."""
-    if not text:
-        return ()
-    match = re.match(r"\s*(\d+(?:\.\d+)*)", str(text))
-    return tuple(int(x) for x in match.group(1).split(".")) if match else ()
+    """'5.15.0-91-generic' → (5, 15, 0); '13.0' → (13, 0); None/'' or no leading number → ()."""
+    return version_numbers(text)
 
 
 def cuda_for_driver(driver_version: Optional[str]) -> Optional[str]:
@@ -98,8 +106,9 @@ def gpu_arch(model: Optional[str], compute_cap: Optional[str] = None) -> Optiona
     return None
 
 
-def parse_proc_version(text: str) -> Dict[str, Optional[str]]:
-    """/proc/driver/nvidia/version → {flavour: open|proprietary, version}."""
+def parse_proc_version(text: Any) -> Dict[str, Optional[str]]:
+    """/proc/driver/nvidia/version → {flavour: open|proprietary, version}; None for what it lacks."""
+    text = as_text(text, "/proc/driver/nvidia/version")
     first = text.splitlines()[0] if text.strip() else ""
     match = re.search(r"Kernel Module\s+(?:for\s+\S+\s+)?(\d+\.\d+(?:\.\d+)?)", first)
     version = match.group(1) if match else None
@@ -112,10 +121,10 @@ def parse_proc_version(text: str) -> Dict[str, Optional[str]]:
     return {"flavour": flavour, "version": version}
 
 
-def parse_modinfo(text: str) -> Dict[str, str]:
+def parse_modinfo(text: Any) -> Dict[str, str]:
     """`modinfo MODULE` → first value of each field (license, version, filename...)."""
     fields: Dict[str, str] = {}
-    for line in text.splitlines():
+    for line in as_text(text, "modinfo output").splitlines():
         key, sep, value = line.partition(":")
         if sep and key.strip() and key.strip() not in fields:
             fields[key.strip()] = value.strip()
@@ -128,35 +137,48 @@ def flavour_from_license(license_text: Optional[str]) -> Optional[str]:
     return "open" if "GPL" in license_text or "MIT" in license_text else "proprietary"
 
 
-def parse_cuda_from_smi(text: str) -> Optional[str]:
-    match = re.search(r"CUDA Version:\s*(\d+\.\d+)", text)
+def parse_cuda_from_smi(text: Any) -> Optional[str]:
+    """The ``CUDA Version: 13.0`` of plain ``nvidia-smi`` output, or None."""
+    match = re.search(r"CUDA Version:\s*([0-9]{1,9}\.[0-9]{1,9})", as_text(text, "nvidia-smi output"))
     return match.group(1) if match else None
 
 
-def loaded_modules(proc_modules: str) -> List[str]:
-    return [line.split()[0] for line in proc_modules.splitlines() if line.strip()]
+def parse_smi_gpus(text: Any) -> List[Dict[str, Optional[str]]]:
+    """``nvidia-smi --query-gpu=name,compute_cap --format=csv,noheader`` → [{model, compute_cap}].
+
+    ``[N/A]``-style or empty capabilities are None; a line without a name or with another value
+    as capability is a ParseError naming it.
+    """
+    gpus: List[Dict[str, Optional[str]]] = []
+    for lineno, line in numbered(as_text(text, "nvidia-smi output")):
+        if not line.strip():
+            continue
+        name, sep, cap = line.rpartition(",")
+        name, cap = name.strip(), cap.strip()
+        if not sep or not name:
+            raise ParseError("expected 'name, compute capability'", line=line, lineno=lineno)
+        if cap.startswith("[") or not cap:
+            cap = None
+        elif not re.fullmatch(r"[0-9]{1,3}\.[0-9]{1,3}", cap):
+            raise ParseError(f"compute capability {cap!r} is not like 9.0", line=line, lineno=lineno)
+        gpus.append({"model": name, "compute_cap": cap})
+    return gpus
 
 
-def _read(sysroot: str, rel: str) -> Optional[str]:
-    try:
-        with open(os.path.join(sysroot, rel), encoding="utf-8", errors="replace") as handle:
-            return handle.read()
-    except OSError:
-        return None
+def loaded_modules(proc_modules: Any) -> List[str]:
+    return [line.split()[0] for line in as_text(proc_modules, "/proc/modules").splitlines() if line.strip()]
 
 
-def read_host(sysroot: str = "/") -> Dict[str, Any]:
-    """What the decision needs that sysfs/procfs tell directly (no commands run)."""
-    proc_version = _read(sysroot, "proc/driver/nvidia/version")
+def read_host(sr: Sysroot) -> Dict[str, Any]:
+    """What the decision needs that sysfs/procfs below ``sr`` tell directly (no commands run)."""
+    proc_version = sr.text("proc/driver/nvidia/version")
     driver = parse_proc_version(proc_version or "")
     if not driver["version"]:
-        driver["version"] = (_read(sysroot, "sys/module/nvidia/version") or "").strip() or None
-    modules = loaded_modules(_read(sysroot, "proc/modules") or "")
-    sys_modules = set()
-    with contextlib.suppress(OSError):
-        sys_modules = set(os.listdir(os.path.join(sysroot, "sys/module")))
+        driver["version"] = sr.read("sys/module/nvidia/version") or None
+    modules = loaded_modules(sr.text("proc/modules") or "")
+    sys_modules = set(sr.listdir("sys/module"))
     # A captured tree may lack osrelease; the running kernel is the one that matters then.
-    kernel = (_read(sysroot, "proc/sys/kernel/osrelease") or "").strip() or os.uname().release
+    kernel = sr.read("proc/sys/kernel/osrelease") or os.uname().release
     return {
         "driver_loaded": proc_version is not None or "nvidia" in sys_modules,
         "driver_flavour": driver["flavour"],
@@ -165,7 +187,7 @@ def read_host(sysroot: str = "/") -> Dict[str, Any]:
         "modules": sorted(set(modules) | {m for m in sys_modules if m.startswith(("nvidia", "ib_", "mlx", "rdma"))}),
         "peermem_loaded": "nvidia_peermem" in sys_modules or "nvidia_peermem" in modules,
         "nvidia_fs_loaded": "nvidia_fs" in sys_modules or "nvidia_fs" in modules,
-        "nvidia_fs_version": ((_read(sysroot, "proc/driver/nvidia-fs/version") or "").strip() or None),
+        "nvidia_fs_version": sr.read("proc/driver/nvidia-fs/version") or None,
     }
 
 

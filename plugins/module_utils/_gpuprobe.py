@@ -14,6 +14,8 @@ import math
 import re
 from typing import Any, Dict, Union
 
+from ansible_collections.gpufabric.rollout.plugins.module_utils._parse import integer_or_none
+
 SCHEMA = "gpufabric.gpu_probe"
 SCHEMA_VERSIONS = (1,)
 
@@ -23,20 +25,26 @@ class GpuProbeError(ValueError):
 
 
 def _speed(text: Any) -> Any:
-    match = re.match(r"\s*(\d+(?:\.\d+)?)", str(text or ""))
+    match = re.match(r"\s*([0-9]{1,20}(?:\.[0-9]{1,20})?)", str(text or ""), re.ASCII)
     return float(match.group(1)) if match else None
 
 
 def _width(text: Any) -> Any:
-    return int(text) if str(text or "").strip().isdigit() and int(text) > 0 else None
+    return integer_or_none(str(text or ""), 1)
 
 
 def _number(value: Any, where: str) -> Any:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value) or value < 0:
-        raise GpuProbeError(f"{where} is {value!r}; a bandwidth must be a non-negative number")
-    return float(value)
+    try:
+        number = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
+    except OverflowError:  # an integer too large for a float
+        number = math.inf
+    if not math.isfinite(number) or number < 0:
+        big = isinstance(value, int) and value.bit_length() > 64
+        shown = f"an integer of {value.bit_length()} bits" if big else repr(value)
+        raise GpuProbeError(f"{where} is {shown}; a bandwidth must be a non-negative number")
+    return number
 
 
 def load(doc: Union[str, bytes, Dict[str, Any]]) -> Dict[str, Any]:
@@ -47,6 +55,8 @@ def load(doc: Union[str, bytes, Dict[str, Any]]) -> Dict[str, Any]:
             doc = json.loads(doc)
         except ValueError as exc:
             raise GpuProbeError(f"the GPU probe output is not JSON: {exc}") from exc
+        except RecursionError:
+            raise GpuProbeError("the GPU probe output is not JSON: nested too deep") from None
     if not isinstance(doc, dict):
         raise GpuProbeError(f"the GPU probe output must be a JSON object, got {type(doc).__name__}")
     if doc.get("schema") != SCHEMA:

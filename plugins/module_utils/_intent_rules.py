@@ -18,12 +18,16 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils._intent import show, unknown_message
 
-NUM_PRIO = 8
-ROCE_OVERHEAD = 96  # GRH 40 + UDP 8 + BTH 12 + XRC-ETH 4 + AtomicETH 28 + ICRC 4 (ib_addr.h iboe_get_mtu)
-MIN_MTU_FOR_4096 = 4096 + ROCE_OVERHEAD
-MAX_MTU = 9978  # mlx5 hard maximum
-ECT0 = 0b10
-TSA_NAMES = ("strict", "ets", "vendor")
+# The NIC's limits are the parsers' (one definition): 8 priorities, the ETS schedulers, the RoCE
+# header overhead behind the smallest MTU that carries RoCE MTU 4096, the mlx5 maximum MTU.
+from ansible_collections.gpufabric.rollout.plugins.module_utils._qos_parsers import (
+    MAX_MTU,
+    MIN_MTU_FOR_4096,
+    NUM_PRIO,
+    TSA_NAMES,
+)
+
+ECT0 = 0b10  # the ECN field of a RoCE packet marked ECN-capable (RFC 3168 ECT(0))
 CNI_VERSIONS = ("0.3.1", "0.4.0", "1.0.0")
 VERSION_RE = re.compile(r"^\d{1,4}\.\d{1,4}(\.\d{1,6})?$")
 DNS_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
@@ -363,6 +367,14 @@ def gpu_driver_rules(values: Mapping[str, Any], problems: Problems) -> None:
             f"{p}version: is required when {p}managed_by is operator (the driver container tag the GPU Operator "
             "deploys, e.g. 580.95.05)"
         )
+    for index, name in enumerate(driver.get("packages") or []):
+        if not re.match(r"^[a-z0-9][a-z0-9+.-]+$", str(name)):
+            problems.append(f"{p}packages[{index}]: {show(name)} is not a package name")
+    if driver.get("packages") and not version_text:
+        problems.append(
+            f"{p}version: is required with {p}packages (the driver version the packages are installed at, "
+            "e.g. 580.95.05)"
+        )
     if driver.get("managed_by") == "host" and driver.get("precompiled"):
         problems.append(
             f"{p}precompiled: true applies to the GPU Operator's driver, but {p}managed_by is host; "
@@ -428,17 +440,129 @@ def gpu_operator_rules(values: Mapping[str, Any], problems: Problems) -> None:
     dns_label(problems, "gpu_operator_namespace", values.get("gpu_operator_namespace"))
 
 
+VALIDATE_FRACTIONS = (
+    "validate_rdma_fraction",
+    "validate_nccl_efficiency",
+    "validate_nccl_fraction",
+    "validate_gds_fraction",
+    "validate_pcie_fraction",
+    "validate_hbm_fraction",
+    "validate_nvlink_fraction",
+)
+SIZE_RE = re.compile(r"^([0-9]{1,12})([KMG]?)$")
+MAX_RAILS = 64
+
+
+def size_bytes(problems: Problems, path: str, value: Any) -> Optional[int]:
+    """A size like 1M or 8G (K, M, G: powers of 1024, as nccl-tests and gdsio read them)."""
+    match = SIZE_RE.match(str(value)) if value is not None else None
+    if not match or int(match.group(1)) == 0:
+        problems.append(
+            f"{path}: {show(value)} is not a size like 512K, 1M or 8G (a positive number, optional K, M, G)"
+        )
+        return None
+    return int(match.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30}[match.group(2)]
+
+
+def validate_rules(values: Mapping[str, Any], problems: Problems) -> None:
+    if "validate_rdma_fraction" not in values:
+        return
+    for name in VALIDATE_FRACTIONS:
+        value = values.get(name)
+        if value is not None and not 0 < value <= 1.5:
+            problems.append(f"{name}: {show(value)} is out of range; allowed: above 0 and at most 1.5")
+    in_range(problems, "validate_rdma_size", values.get("validate_rdma_size"), 1, 1 << 31)
+    in_range(problems, "validate_rdma_duration", values.get("validate_rdma_duration"), 1, 3600)
+    in_range(problems, "validate_rdma_timeout", values.get("validate_rdma_timeout"), 1, 86400)
+    # Rail r uses base + 2r and base + 2r + 1 (GPU memory): every rail's ports must be valid.
+    in_range(problems, "validate_rdma_base_port", values.get("validate_rdma_base_port"), 1024, 65535 - 2 * MAX_RAILS)
+    in_range(problems, "validate_gds_gpu", values.get("validate_gds_gpu"), 0, 63)
+    in_range(problems, "validate_gds_threads", values.get("validate_gds_threads"), 1, 1024)
+    in_range(problems, "validate_gds_duration", values.get("validate_gds_duration"), 1, 3600)
+    for name in ("validate_gds_file_size", "validate_gds_io_size"):
+        size_bytes(problems, name, values.get(name))
+    subdir = values.get("validate_gds_subdir")
+    if not (isinstance(subdir, str) and subdir not in ("", ".", "..") and "/" not in subdir):
+        problems.append(f"validate_gds_subdir: {show(subdir)} must be one directory name (no '/', not '.' or '..')")
+    for index, item in enumerate(values.get("validate_gds_filesystems") or []):
+        if not isinstance(item, Mapping):
+            continue
+        path = item.get("path")
+        if path is not None and not str(path).startswith("/"):
+            problems.append(f"validate_gds_filesystems[{index}].path: {show(path)} is not an absolute path")
+        expected = item.get("expected_gbps")
+        if expected is not None and not expected > 0:
+            problems.append(f"validate_gds_filesystems[{index}].expected_gbps: {show(expected)} must be above 0")
+    low = size_bytes(problems, "validate_nccl_min_bytes", values.get("validate_nccl_min_bytes"))
+    high = size_bytes(problems, "validate_nccl_max_bytes", values.get("validate_nccl_max_bytes"))
+    if low is not None and high is not None and high < low:
+        problems.append(
+            f"validate_nccl_max_bytes: {show(values.get('validate_nccl_max_bytes'))} is below validate_nccl_min_bytes "
+            f"{show(values.get('validate_nccl_min_bytes'))}"
+        )
+    in_range(problems, "validate_nccl_iters", values.get("validate_nccl_iters"), 1, 10000)
+    in_range(problems, "validate_nccl_timeout", values.get("validate_nccl_timeout"), 60, 86400)
+    in_range(problems, "validate_nccl_ssh_port", values.get("validate_nccl_ssh_port"), 1024, 65535)
+    image = values.get("validate_nccl_image")
+    if not (isinstance(image, str) and image and not re.search(r"\s", image)):
+        problems.append(f"validate_nccl_image: {show(image)} is not an image reference (no spaces, not empty)")
+    binary = values.get("validate_nccl_binary")
+    if not (isinstance(binary, str) and binary.startswith("/")):
+        problems.append(f"validate_nccl_binary: {show(binary)} must be an absolute path in the image")
+
+
+# --------------------------------------------------------------------------------------------- storage
+def storage_rules(values: Mapping[str, Any], problems: Problems) -> None:
+    """gpufabric_storage (the rules live in _storage_rules, which uses this module's helpers)."""
+    from ansible_collections.gpufabric.rollout.plugins.module_utils import _storage_rules
+
+    _storage_rules.storage_rules(values, problems)
+
+
+def storage_csi_rules(values: Mapping[str, Any], problems: Problems) -> None:
+    from ansible_collections.gpufabric.rollout.plugins.module_utils import _storage_rules
+
+    _storage_rules.storage_csi_rules(values, problems)
+
+
+def upgrade_rules(values: Mapping[str, Any], problems: Problems) -> None:
+    serial = values.get("gpufabric_upgrade_serial")
+    if "gpufabric_upgrade_serial" in values:
+        match = re.match(r"^\s*([0-9]+)\s*(%?)\s*$", str(serial))
+        if not match or int(match.group(1)) < 1 or (match.group(2) and int(match.group(1)) > 100):
+            problems.append(
+                f"gpufabric_upgrade_serial: {show(serial)} is not a number of nodes (1 or more) or a percentage "
+                "(1%-100%) of the nodes to upgrade"
+            )
+    for name, low, high in (
+        ("gpufabric_upgrade_max_fail_percentage", 0, 100),
+        ("gpufabric_upgrade_drain_timeout", 1, 86400),
+        ("gpufabric_upgrade_drain_retry_delay", 1, 3600),
+        ("gpufabric_upgrade_drain_grace_period", -1, 86400),
+        ("gpufabric_upgrade_reboot_timeout", 60, 86400),
+    ):
+        if values.get(name) is not None:
+            in_range(problems, name, values[name], low, high)
+    if values.get("gpufabric_upgrade_drain_grace_period") == 0:
+        problems.append(
+            "gpufabric_upgrade_drain_grace_period: 0 is not allowed; -1 keeps the Pods' own grace period, or 1-86400"
+        )
+
+
 NODE_RULES: Sequence[Rule] = (
     fabric_rules,
     node_scalar_rules,
+    storage_rules,
     roce_rules,
     gpudirect_rules,
     doca_rules,
     nccl_config_rules,
     topology_rules,
     gpu_driver_rules,
+    validate_rules,
 )
-CLUSTER_RULES: Sequence[Rule] = (rails_rules, k8s_rules, chart_rules, gpu_operator_rules)
+CLUSTER_RULES: Sequence[Rule] = (rails_rules, k8s_rules, chart_rules, gpu_operator_rules, storage_csi_rules)
+UPGRADE_RULES: Sequence[Rule] = (upgrade_rules,)
 
 
 def problems_of(values: Mapping[str, Any], rules: Sequence[Rule]) -> Problems:

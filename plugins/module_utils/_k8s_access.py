@@ -13,13 +13,35 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils._cluster_plan import CRD_NAMES
+from ansible_collections.gpufabric.rollout.plugins.module_utils import _cluster_objects, _plan_storage_csi
 
 VERBS = ("get", "list", "watch", "create", "update", "patch", "delete", "deletecollection", "bind", "escalate")
 
 
-# Resource names of the built-in kinds the roles write (custom kinds: _cluster_plan.CRD_NAMES).
-BUILTIN_RESOURCES = {"ConfigMap": "configmaps", "Namespace": "namespaces", "Node": "nodes", "Secret": "secrets"}
+# Resource names of the built-in kinds the roles write, by (API group, kind); custom kinds take the
+# plural of their CRD (the planners' CRD_NAMES).
+BUILTIN_RESOURCES = {
+    ("", "ConfigMap"): "configmaps",
+    ("", "Namespace"): "namespaces",
+    ("", "Node"): "nodes",
+    ("", "Secret"): "secrets",
+    ("", "Service"): "services",
+    ("batch", "Job"): "jobs",
+    ("", "PersistentVolume"): "persistentvolumes",
+    ("", "PersistentVolumeClaim"): "persistentvolumeclaims",
+    ("", "ServiceAccount"): "serviceaccounts",
+    ("apps", "Deployment"): "deployments",
+    ("apps", "DaemonSet"): "daemonsets",
+    ("apps", "StatefulSet"): "statefulsets",
+    ("storage.k8s.io", "StorageClass"): "storageclasses",
+    ("storage.k8s.io", "CSIDriver"): "csidrivers",
+    ("rbac.authorization.k8s.io", "ClusterRole"): "clusterroles",
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"): "clusterrolebindings",
+    ("rbac.authorization.k8s.io", "Role"): "roles",
+    ("rbac.authorization.k8s.io", "RoleBinding"): "rolebindings",
+    ("apiextensions.k8s.io", "CustomResourceDefinition"): "customresourcedefinitions",
+}
+CRD_NAMES = {**_cluster_objects.CRD_NAMES, **_plan_storage_csi.CRD_NAMES}
 # What applying an object costs, as kubernetes.core.k8s does it with server-side apply: a read
 # first, then an apply patch, which creates the object when it is missing (the API server
 # authorises that as a create).
@@ -68,10 +90,10 @@ def apply_rules(objects: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     for obj in objects or []:
         kind = obj.get("kind", "")
         group = obj.get("apiVersion", "").rpartition("/")[0]
-        if kind in CRD_NAMES:
+        if kind in CRD_NAMES and CRD_NAMES[kind].split(".", 1)[1] == group:
             resource = CRD_NAMES[kind].split(".", 1)[0]
-        elif kind in BUILTIN_RESOURCES and group == "":
-            resource = BUILTIN_RESOURCES[kind]
+        elif (group, kind) in BUILTIN_RESOURCES:
+            resource = BUILTIN_RESOURCES[(group, kind)]
         else:
             raise AccessRuleError(f"no resource name known for {obj.get('apiVersion')} {kind}")
         namespace = (obj.get("metadata") or {}).get("namespace") or ""
@@ -84,6 +106,24 @@ def apply_rules(objects: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
                 "namespace": namespace,
             }
             rules.append(index[key])
+    return rules
+
+
+def helm_release_rules(namespaces: List[str]) -> List[Dict[str, Any]]:
+    """What kubernetes.core.helm needs for releases in `namespaces` (create_namespace: true): the namespace, and
+    the release records (Secrets) there. What a chart installs beyond that is the chart's business."""
+    rules: List[Dict[str, Any]] = []
+    for namespace in sorted(set(namespaces or [])):
+        if not rules:
+            rules.append({"api_group": "", "resources": ["namespaces"], "verbs": ["get", "create"], "namespace": ""})
+        rules.append(
+            {
+                "api_group": "",
+                "resources": ["secrets"],
+                "verbs": ["get", "list", "create", "update", "delete"],
+                "namespace": namespace,
+            }
+        )
     return rules
 
 

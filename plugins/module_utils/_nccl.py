@@ -2,12 +2,14 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Plan the content of /etc/nccl.conf from discovered topology facts and fabric intent.
 
-Pure functions, no Ansible imports: used by the ``gpufabric.rollout.nccl_conf_*`` filters and
-unit-tested directly. Facts behind each variable (NVIDIA/nccl docs/userguide env.rst):
+Pure functions, no Ansible imports: called by the node plan (_plan_node.nccl_section) with the
+checked variables, and unit-tested directly. Facts behind each variable (NVIDIA/nccl
+docs/userguide env.rst):
 
 * ``NCCL_IB_HCA``: ``=`` makes every entry an exact device name (without it ``mlx5_1`` also
   matches ``mlx5_10``..``mlx5_19``); entries are ``<hca>:<port>``; at most 32 HCAs.
-* ``NCCL_IB_TC``: the full 8-bit traffic class, DSCP << 2 | ECN bits (ECT(0) = 0b10).
+* ``NCCL_IB_TC``: the full 8-bit traffic class, the fabric's ``roce_tos`` (DSCP << 2 | ECN
+  bits, resolved once by the plan: _intent_rules.tos_for).
 * ``NCCL_IB_GID_INDEX``: from NCCL 2.21 on, ``-1`` (the default) picks the RoCE v2 IPv4 GID by
   itself and NVIDIA advises against setting it; older releases need the show_gids index.
 * ``NCCL_SOCKET_IFNAME``: prefixes, ``=`` for an exact name, ``^`` to exclude.
@@ -21,12 +23,11 @@ import re
 from collections import OrderedDict
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
+from ansible_collections.gpufabric.rollout.plugins.module_utils._parse import as_text, shorten
+
 GID_INDEX_DYNAMIC_SINCE = (2, 21, 0)
 MAX_IB_HCA = 32
-ECT0 = 0b10
-GDR_LEVELS = ("LOC", "PIX", "PXB", "PHB", "SYS")
-_VAR_NAME = re.compile(r"^NCCL_[A-Z0-9_]+$")
-_VERSION = re.compile(r"^\s*v?(\d+)(?:\.(\d+))?(?:\.(\d+))?(?:[-+.].*)?$")
+_VERSION = re.compile(r"^\s*v?([0-9]{1,9})(?:\.([0-9]{1,9}))?(?:\.([0-9]{1,9}))?(?:[-+.].*)?$", re.ASCII)
 
 
 class NcclPlanError(ValueError):
@@ -36,39 +37,14 @@ class NcclPlanError(ValueError):
 def parse_version(version: Any) -> Tuple[int, int, int]:
     """'2.27.3' -> (2, 27, 3); '2.18' -> (2, 18, 0); '2.19.3-1+cuda12.2' -> (2, 19, 3)."""
     match = _VERSION.match(str(version))
-    if not match:
-        raise NcclPlanError(f"gpufabric_nccl_version: '{version}' is not a version like 2.27.3")
+    if not match or re.search(r"[0-9]{10}", str(version)):
+        raise NcclPlanError(f"gpufabric_nccl_version: '{shorten(str(version))}' is not a version like 2.27.3")
     return tuple(int(part) if part else 0 for part in match.groups())  # type: ignore[return-value]
-
-
-def version_lt(left: Any, right: Any) -> bool:
-    return parse_version(left) < parse_version(right)
 
 
 def needs_gid_index(nccl_version: Any) -> bool:
     """NCCL older than 2.21 cannot pick the RoCE v2 GID by itself."""
     return parse_version(nccl_version) < GID_INDEX_DYNAMIC_SINCE
-
-
-def traffic_class(fabric: Mapping[str, Any]) -> int:
-    """NCCL_IB_TC from the data DSCP: DSCP << 2, plus ECT(0) when ECN is on.
-
-    A ``roce_tos`` in the intent must agree with the DSCP: two different answers for the same
-    byte are a mistake in the inventory, and the one to trust cannot be guessed.
-    """
-    dscp = fabric.get("data_dscp")
-    if not isinstance(dscp, int) or isinstance(dscp, bool) or not 0 <= dscp <= 63:
-        raise NcclPlanError(f"gpufabric_fabric.data_dscp: must be an integer 0-63, got {dscp!r}")
-    tclass = (dscp << 2) | (ECT0 if fabric.get("ecn", True) else 0)
-    tos = fabric.get("roce_tos")
-    if tos is not None and tos != tclass:
-        raise NcclPlanError(
-            "gpufabric_fabric.roce_tos: {tos!r} disagrees with data_dscp {dscp} "
-            "(expected {tc} = {dscp} << 2 | {ecn})".format(
-                tos=tos, dscp=dscp, tc=tclass, ecn="ECT(0)" if fabric.get("ecn", True) else "0"
-            )
-        )
-    return tclass
 
 
 def _nic_by_rdma(topology: Mapping[str, Any]) -> Dict[str, Mapping[str, Any]]:
@@ -167,42 +143,32 @@ def plan(
 ) -> OrderedDict[str, str]:
     """The ordered NCCL_* entries of /etc/nccl.conf.
 
-    ``gdr_level``: ``auto`` takes the planner's ``gpufabric_topology.nccl.net_gdr_level``;
-    ``None``/empty leaves NCCL's own choice; otherwise one of LOC/PIX/PXB/PHB/SYS.
+    ``fabric`` is the checked gpufabric_fabric with ``roce_tos`` resolved; the variables' ranges
+    and choices are the plan's checks (argument specs, _intent_rules). ``gdr_level``: ``auto``
+    takes the planner's ``gpufabric_topology.nccl.net_gdr_level``; ``None``/empty leaves NCCL's
+    own choice; otherwise one of LOC/PIX/PXB/PHB/SYS.
     """
     entries: OrderedDict[str, str] = OrderedDict()
-    transport = fabric.get("transport", "roce")
-    if transport not in ("roce", "ib"):
-        raise NcclPlanError(f"gpufabric_fabric.transport: must be roce or ib, got {transport!r}")
     entries["NCCL_IB_HCA"] = ib_hca(topology)
     entries["NCCL_SOCKET_IFNAME"] = socket_ifname(socket_if)
-    if transport == "roce":
-        entries["NCCL_IB_TC"] = str(traffic_class(fabric))
-        if needs_gid_index(nccl_version):
-            index = gid_index_override if gid_index_override is not None else gid_index(topology)
-            entries["NCCL_IB_GID_INDEX"] = str(int(index))
-        elif gid_index_override is not None:
-            raise NcclPlanError(
-                f"nccl_config_ib_gid_index: NCCL {nccl_version} (>= 2.21) picks the GID itself; NVIDIA advises "
-                "not to set NCCL_IB_GID_INDEX there. Leave nccl_config_ib_gid_index unset."
-            )
-    else:
-        parse_version(nccl_version)
+    entries["NCCL_IB_TC"] = str(int(fabric["roce_tos"]))
+    if needs_gid_index(nccl_version):
+        index = gid_index_override if gid_index_override is not None else gid_index(topology)
+        entries["NCCL_IB_GID_INDEX"] = str(int(index))
+    elif gid_index_override is not None:
+        raise NcclPlanError(
+            f"nccl_config_ib_gid_index: NCCL {nccl_version} (>= 2.21) picks the GID itself; NVIDIA advises "
+            "not to set NCCL_IB_GID_INDEX there. Leave nccl_config_ib_gid_index unset."
+        )
     if gdr_level == "auto":
         gdr_level = (topology.get("nccl") or {}).get("net_gdr_level")
     if gdr_level:
-        if gdr_level not in GDR_LEVELS:
-            raise NcclPlanError(
-                "nccl_config_net_gdr_level: {!r} is not one of {}".format(gdr_level, ", ".join(GDR_LEVELS))
-            )
         entries["NCCL_NET_GDR_LEVEL"] = gdr_level
     if topo_file:
         if not str(topo_file).startswith("/"):
             raise NcclPlanError(f"nccl_config_topo_file: {topo_file!r} must be an absolute path")
         entries["NCCL_TOPO_FILE"] = str(topo_file)
     for key, value in (extra or {}).items():
-        if not _VAR_NAME.match(str(key)):
-            raise NcclPlanError(f"nccl_config_extra: {key!r} is not an NCCL variable name (NCCL_[A-Z0-9_]+)")
         if key in entries:
             raise NcclPlanError(f"nccl_config_extra: {key} is planned from facts and intent; it cannot be overridden")
         text = ("1" if value else "0") if isinstance(value, bool) else str(value)
@@ -219,10 +185,10 @@ def render(entries: Mapping[str, Any], header: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
-def parse(text: str) -> OrderedDict[str, str]:
-    """Read back a nccl.conf (VAR=value lines; '#' comments and blank lines ignored)."""
+def parse(text: Any) -> OrderedDict[str, str]:
+    """Read back a nccl.conf (VAR=value lines; '#' comments, blank lines and other lines ignored)."""
     entries: OrderedDict[str, str] = OrderedDict()
-    for line in text.splitlines():
+    for line in as_text(text, "nccl.conf").splitlines():
         stripped = line.strip()
         if not stripped or stripped.startswith("#") or "=" not in stripped:
             continue

@@ -13,7 +13,7 @@ checking is off (``-c 0``). Older releases print no ``redop``/``root`` columns f
 collectives; the header is read to find the columns, so both layouts parse.
 
 Pure Python (>= 3.8), no Ansible imports; ``NcclTestsError`` is the only exception raised for
-bad input.
+bad input. Counts are read as ASCII digits, at most 20 of them (_parse.MAX_DIGITS).
 """
 
 from __future__ import annotations
@@ -21,15 +21,17 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional
 
+_UINT = re.compile(r"[0-9]{1,20}", re.ASCII)
 _VERSION = re.compile(r"#\s*nccl-tests version\s+(\S+)(?:.*?nccl-headers=(\d+))?(?:.*?nccl-library=(\d+))?")
 _STARTING = re.compile(r"#\s*Collective test starting:\s*(\S+)")
 _RANK = re.compile(
-    r"#\s+Rank\s+(?P<rank>\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(?P<pid>\d+)\s+on\s+(?P<host>\S+)\s+device\s+(?P<device>\d+)"
-    r"\s+\[(?P<bus>[^\]]*)\]\s+(?P<name>.*?)\s*$"
+    r"#\s+Rank\s+(?P<rank>[0-9]{1,20})\s+(?:Group\s+[0-9]{1,20}\s+)?Pid\s+(?P<pid>[0-9]{1,20})\s+on\s+(?P<host>\S+)"
+    r"\s+device\s+(?P<device>[0-9]{1,20})\s+\[(?P<bus>[^\]]*)\]\s+(?P<name>.*?)\s*$",
+    re.ASCII,
 )
-_OOB = re.compile(r"#\s*Out of bounds values\s*:\s*(\d+)\s*(OK|FAILED)?")
+_OOB = re.compile(r"#\s*Out of bounds values\s*:\s*([0-9]{1,20})\s*(OK|FAILED)?", re.ASCII)
 _AVG = re.compile(r"#\s*Avg bus bandwidth\s*:\s*([0-9.eE+-]+|nan|inf)\s*(OK|FAILED)?", re.IGNORECASE)
-_NTHREAD = re.compile(r"nThread\s+(\d+)\s+nGpus\s+(\d+)")
+_NTHREAD = re.compile(r"nThread\s+([0-9]{1,20})\s+nGpus\s+([0-9]{1,20})", re.ASCII)
 _TIME_KEYS = ("time", "cputime")
 
 
@@ -39,7 +41,7 @@ class NcclTestsError(ValueError):
 
 def nccl_version(code: Optional[str]) -> Optional[str]:
     """NCCL_VERSION_CODE (e.g. 22902 = 2.29.2, 21903 = 2.19.3; 2703 = 2.7.3 before 2.9) as text."""
-    if not code or not code.isdigit():
+    if not code or not _UINT.fullmatch(code):
         return None
     value = int(code)
     if value >= 20900:
@@ -71,7 +73,13 @@ def _number(text: str, what: str) -> float:
     try:
         return float(text)
     except ValueError as exc:
-        raise NcclTestsError(f"{what} '{text}' is not a number") from exc
+        raise NcclTestsError(f"{what} '{text[:40]}' is not a number") from exc
+
+
+def _count(text: str, what: str) -> int:
+    if not _UINT.fullmatch(text):
+        raise NcclTestsError(f"{what} '{text[:40]}' is not a count")
+    return int(text)
 
 
 def _row(tokens: List[str], cols: Dict[str, Any]) -> Dict[str, Any]:
@@ -86,7 +94,7 @@ def _row(tokens: List[str], cols: Dict[str, Any]) -> Dict[str, Any]:
             "time_us": _number(tokens[group["time"]], "time"),
             "algbw_gbps": _number(tokens[group["algbw"]], "algbw"),
             "busbw_gbps": _number(tokens[group["busbw"]], "busbw"),
-            "wrong": None if wrong == "N/A" else int(_number(wrong, "#wrong")),
+            "wrong": None if wrong == "N/A" else _count(wrong, "#wrong"),
         }
     return row
 
@@ -143,14 +151,14 @@ def parse(text: str) -> Dict[str, Any]:
                 continue
             match = _AVG.match(stripped)
             if match:
-                avg = (float(match.group(1)), match.group(2))
+                avg = (_number(match.group(1), "avg bus bandwidth"), match.group(2))
                 continue
             found = _columns(stripped)
             if found:
                 cols = found
             continue
         tokens = stripped.split()
-        if not tokens[0].isdigit() or not tokens[1:2] or not tokens[1].isdigit():
+        if not _UINT.fullmatch(tokens[0]) or not tokens[1:2] or not _UINT.fullmatch(tokens[1]):
             continue  # a log line of NCCL or MPI between rows
         needed = max(g[k] for g in cols["groups"] for k in ("time", "algbw", "busbw"))
         if len(tokens) <= needed:

@@ -25,9 +25,10 @@ Children of a node are ordered by bus id, as NCCL keeps them.
 
 from __future__ import annotations
 
-import re
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 from xml.sax.saxutils import quoteattr
+
+from ansible_collections.gpufabric.rollout.plugins.module_utils._topology_parsers import parse_speed
 
 NVSWITCH_TARGET = "fffffff:ff:ff.0"
 
@@ -56,16 +57,11 @@ class _Node:
         out.append(f"{pad}</{self.tag}>")
 
 
-def _speed_value(text: Optional[str]) -> Optional[float]:
-    m = re.match(r"\s*([0-9.]+)\s*GT/s", text or "")
-    return float(m.group(1)) if m else None
-
-
 def _nccl_link(dev: Dict[str, Any], parent: Optional[Dict[str, Any]]) -> Tuple[str, str]:
     dspeed = dev["pcie"].get("max_speed") or ""
     pspeed = (parent or {}).get("pcie", {}).get("max_speed") or ""
-    dv = _speed_value(dspeed)
-    pv = _speed_value(pspeed)
+    dv = parse_speed(dspeed)
+    pv = parse_speed(pspeed)
     speed = pspeed if (pv is not None and (dv is None or pv < dv)) else dspeed
     dw = dev["pcie"].get("max_width") or 0
     pw = (parent or {}).get("pcie", {}).get("max_width") or 0
@@ -225,6 +221,22 @@ def _pci_view(text: str) -> Dict[str, Any]:
     return out
 
 
+def _pairs(
+    kind: str, a: Dict[str, Any], b: Dict[str, Any], busids: List[str], compared: List[str], diffs: List[str]
+) -> Iterator[Tuple[str, Dict[str, Any], Dict[str, Any]]]:
+    """(busid, ours, theirs) for the bus ids in both views; the others are noted as differences."""
+    for busid in busids:
+        if busid not in a or busid not in b:
+            diffs.append(f"{kind} {busid} only in {'ours' if busid in a else 'theirs'}")
+            continue
+        compared.append(busid)
+        yield busid, a[busid], b[busid]
+
+
+def _differ(label: str, ours: Dict[str, Any], theirs: Dict[str, Any], keys: Tuple[str, ...]) -> List[str]:
+    return [f"{label} {k}: ours {ours[k]!r}, theirs {theirs[k]!r}" for k in keys if ours[k] != theirs[k]]
+
+
 def compare_topo_xml(ours: str, theirs: str, rdma_nets: Optional[List[str]] = None) -> Dict[str, Any]:
     """Compare two NCCL topology XMLs on what matters for placement.
 
@@ -239,21 +251,10 @@ def compare_topo_xml(ours: str, theirs: str, rdma_nets: Optional[List[str]] = No
     diffs: List[str] = []
     compared: Dict[str, List[str]] = {"gpus": [], "nics": []}
     gpus = sorted({k for k, v in a.items() if v["gpu"]} | {k for k, v in b.items() if v["gpu"]})
-    for busid in gpus:
-        if busid not in a or busid not in b:
-            diffs.append(f"GPU {busid} only in {'ours' if busid in a else 'theirs'}")
-            continue
-        compared["gpus"].append(busid)
-        x, y = a[busid], b[busid]
-        for k in PCI_KEYS:
-            if x["attrs"][k] != y["attrs"][k]:
-                diffs.append(f"GPU {busid} {k}: ours {x['attrs'][k]!r}, theirs {y['attrs'][k]!r}")
-        for k in ("parents", "numaid", "nvlink"):
-            if x[k] != y[k]:
-                diffs.append(f"GPU {busid} {k}: ours {x[k]!r}, theirs {y[k]!r}")
-        for k in ("dev", "sm"):
-            if x["gpu"][k] != y["gpu"][k]:
-                diffs.append(f"GPU {busid} gpu {k}: ours {x['gpu'][k]!r}, theirs {y['gpu'][k]!r}")
+    for busid, x, y in _pairs("GPU", a, b, gpus, compared["gpus"], diffs):
+        diffs += _differ(f"GPU {busid}", x["attrs"], y["attrs"], PCI_KEYS)
+        diffs += _differ(f"GPU {busid}", x, y, ("parents", "numaid", "nvlink"))
+        diffs += _differ(f"GPU {busid} gpu", x["gpu"], y["gpu"], ("dev", "sm"))
     rdma = set(rdma_nets or [])
     ignored: List[str] = []
     nic_a = {k: v for k, v in a.items() if v["nets"]}
@@ -261,17 +262,9 @@ def compare_topo_xml(ours: str, theirs: str, rdma_nets: Optional[List[str]] = No
     for k, v in b.items():
         if v["nets"] and k not in nic_b:
             ignored.extend(v["nets"])
-    for busid in sorted(set(nic_a) | set(nic_b)):
-        if busid not in nic_a or busid not in nic_b:
-            diffs.append(f"NIC {busid} only in {'ours' if busid in nic_a else 'theirs'}")
-            continue
-        compared["nics"].append(busid)
-        x, y = nic_a[busid], nic_b[busid]
-        for k in PCI_KEYS:
-            if x["attrs"][k] != y["attrs"][k]:
-                diffs.append(f"NIC {busid} {k}: ours {x['attrs'][k]!r}, theirs {y['attrs'][k]!r}")
-        if x["parents"] != y["parents"]:
-            diffs.append(f"NIC {busid} parents: ours {x['parents']!r}, theirs {y['parents']!r}")
+    for busid, x, y in _pairs("NIC", nic_a, nic_b, sorted(set(nic_a) | set(nic_b)), compared["nics"], diffs):
+        diffs += _differ(f"NIC {busid}", x["attrs"], y["attrs"], PCI_KEYS)
+        diffs += _differ(f"NIC {busid}", x, y, ("parents",))
     # nets NCCL attached straight to a cpu (virtual/socket NICs) are not PCI: list them as ignored
     import xml.etree.ElementTree as ET
 

@@ -16,7 +16,8 @@ Output layout (linux-rdma/perftest ``src/perftest_parameters.c`` ``ctx_print_tes
   releases; both bytes / 0x100000), then one row per message size (``-a`` gives many).
 
 Bandwidths are returned in Gb/s whatever the unit printed. Pure Python (>= 3.8), no Ansible
-imports; ``PerftestError`` is the only exception raised for bad input.
+imports; ``PerftestError`` is the only exception raised for bad input. Numbers are read as ASCII
+digits, at most 20 of them (_parse.MAX_DIGITS), so no output can make a conversion fail.
 """
 
 from __future__ import annotations
@@ -24,18 +25,22 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional, Sequence
 
+from ansible_collections.gpufabric.rollout.plugins.module_utils._parse import integer_or_none
+
 MIB_TO_GBPS = 1048576 * 8 / 1e9  # one MiB/s in Gb/s
 TOOLS = ("ib_write_bw", "ib_read_bw", "ib_send_bw")
 
 _HEADER = re.compile(
     r"^\s*#bytes\s+#iterations\s+BW peak\[(?P<unit>Gb/sec|MiB/sec|MB/sec)\]\s+BW average\[(?P=unit)\]\s+MsgRate\[Mpps\]"
 )
-_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\d+(?:\.\d+)?)\s+(\d+(?:\.\d+)?)\s+(\d+(?:\.\d+)?)(?:\s|$)")
+_UINT = r"[0-9]{1,20}"
+_DEC = r"[0-9]{1,20}(?:\.[0-9]{1,20})?"
+_ROW = re.compile(rf"^\s*({_UINT})\s+({_UINT})\s+({_DEC})\s+({_DEC})\s+({_DEC})(?:\s|$)", re.ASCII)
 _TITLE = re.compile(r"^\s*(\S.*?\b(?:BW|Bandwidth)\b.*?Test)\s*$")
 # Two "Key : value" pairs share a line, separated by tabs or a run of spaces before the next key.
 _SPLIT = re.compile(r"(?<=\S)\s{2,}(?=[A-Za-z][\w .*/-]*?\s*:)")
 _CUDA_NAME = re.compile(r"device name = \[(?P<name>[^\]]*)\]")
-_CUDA_PICK = re.compile(r"Picking (?:device No\.|GPU number)\s*(?P<index>\d+)")
+_CUDA_PICK = re.compile(rf"Picking (?:device No\.|GPU number)\s*(?P<index>{_UINT})", re.ASCII)
 
 
 class PerftestError(ValueError):
@@ -43,7 +48,8 @@ class PerftestError(ValueError):
 
 
 def _num(text: str) -> Any:
-    return int(text) if text.isdigit() else text
+    value = integer_or_none(text, 0)
+    return text if value is None else value
 
 
 def parse(text: str) -> Dict[str, Any]:
@@ -104,7 +110,7 @@ def parse(text: str) -> Dict[str, Any]:
     if not rows:
         raise PerftestError("the perftest result table has no complete row (bytes, iterations, peak, average, rate)")
     best = max(rows, key=lambda r: r["bw_avg_gbps"])
-    mtu = re.match(r"(\d+)", info.get("Mtu", ""))
+    mtu = re.match(_UINT, info.get("Mtu", ""), re.ASCII)
     gid = info.get("GID index")
     qps = info.get("Number of qps")
     return {
@@ -114,9 +120,9 @@ def parse(text: str) -> Dict[str, Any]:
         "device": info.get("Device"),
         "transport": info.get("Transport type"),
         "link_type": info.get("Link type"),
-        "gid_index": int(gid) if gid and gid.lstrip("-").isdigit() else None,
-        "mtu": int(mtu.group(1)) if mtu else None,
-        "qps": int(qps) if qps and qps.isdigit() else None,
+        "gid_index": integer_or_none(gid),
+        "mtu": int(mtu.group(0)) if mtu else None,
+        "qps": integer_or_none(qps, 0),
         "cuda": cuda,
         "rows": rows,
         "bw_avg_gbps": best["bw_avg_gbps"],

@@ -18,11 +18,23 @@ import tempfile
 import time
 from typing import Any, Dict, List, Mapping, Optional
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _cluster_plan, _plan_gpu_operator, _qos
+from ansible_collections.gpufabric.rollout.plugins.module_utils import (
+    _cluster_plan,
+    _cluster_report,
+    _k8s_publish,
+    _plan_gpu_operator,
+    _plan_storage,
+    _plan_storage_csi,
+    _qos_plan,
+    _skew,
+)
+from ansible_collections.gpufabric.rollout.plugins.module_utils._cluster_intent import ClusterPlanError
 from ansible_collections.gpufabric.rollout.plugins.module_utils._plan_node import PlanError
 
 SCHEMA_VERSION = 1
-RECORD_VERSION = 2  # 2: gpu.driver carries managed_by and precompiled
+# 2: gpu.driver carries managed_by and precompiled; 3: storage (the node's filesystems);
+# 4: upgrade (what an upgrade changes)
+RECORD_VERSION = 4
 _NIC_KEYS = (
     "bdf",
     "vendor_id",
@@ -71,6 +83,12 @@ def node_record(node_plan: Mapping[str, Any], topology: Mapping[str, Any]) -> Di
         "summary": node_summary(node_plan, topology),
         "gpu": gpu_record(node_plan, topology),
         "topology": compact_topology(topology),
+        "storage": _plan_storage.record(node_plan.get("storage_client")),
+        # What the upgrade would change on the node (playbooks/upgrade.yml plans its batches from it).
+        "upgrade": {
+            "changes": list(((node_plan.get("upgrade") or {}).get("changes")) or []),
+            "window": bool((node_plan.get("upgrade") or {}).get("window")),
+        },
     }
 
 
@@ -179,19 +197,8 @@ def cross_node_problems(nodes: Mapping[str, Mapping[str, Any]]) -> List[str]:
             problems.append(
                 f"gpufabric_k8s_node_name: {json.loads(text)!r} is used by {_short(hosts)}; it must be unique"
             )
-    problems.extend(_qos.rail_consistency_errors({h: r.get("roce_rails") or {} for h, r in nodes.items()}))
+    problems.extend(_qos_plan.rail_consistency_errors({h: r.get("roce_rails") or {} for h, r in nodes.items()}))
     return problems
-
-
-def deep_merge(base: Mapping[str, Any], extra: Mapping[str, Any]) -> Dict[str, Any]:
-    """Helm-style merge: mappings merge key by key, anything else in ``extra`` replaces."""
-    out = dict(base)
-    for key, value in (extra or {}).items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
-            out[key] = deep_merge(out[key], value)
-        else:
-            out[key] = value
-    return out
 
 
 def network_operator_values(values: Mapping[str, Any], rails: Mapping[str, Any]) -> Dict[str, Any]:
@@ -204,18 +211,35 @@ def network_operator_values(values: Mapping[str, Any], rails: Mapping[str, Any])
         "sriovNetworkOperator": {"enabled": bool(sriov)},
         "maintenanceOperator": {"enabled": bool(values.get("network_operator_maintenance_operator_enabled"))},
     }
-    return deep_merge(generated, values.get("network_operator_extra_values") or {})
+    return _plan_gpu_operator.deep_merge(generated, values.get("network_operator_extra_values") or {})
 
 
-def plan(values: Mapping[str, Any], records: Mapping[str, Optional[Mapping[str, Any]]]) -> Dict[str, Any]:
-    """The cluster plan from the checked cluster variables and every GPU node's record."""
+def plan(
+    values: Mapping[str, Any],
+    records: Mapping[str, Optional[Mapping[str, Any]]],
+    discovery_dir: str = "plan_dir/discovery",
+    stored_discovery: bool = True,
+    skew_rules: Optional[Mapping[str, Any]] = None,
+) -> Dict[str, Any]:
+    """The cluster plan from the checked cluster variables and every GPU node's record (None: the
+    node is outside this run and has no record in `discovery_dir`, or stored records are off); with
+    ``skew_rules`` (roles/plan/files/version_skew.yml) the target versions are checked against them."""
     missing = sorted(host for host, record in records.items() if record is None)
+    if missing and not stored_discovery:
+        raise PlanError(
+            [
+                f"the cluster plan needs every GPU node, but {_short(missing)} are not in this run and "
+                "plan_stored_discovery is false (no stored discovery is read); run without --limit, "
+                "or set plan_stored_discovery: true"
+            ]
+        )
     if missing:
         raise PlanError(
             [
                 f"the cluster plan needs every GPU node, but {_short(missing)} ran neither in this run nor "
-                "before (no stored discovery); run playbooks/plan.yml once without --limit, "
-                "or set plan_stored_discovery"
+                f"before (no stored discovery in {discovery_dir}); run playbooks/plan.yml with them once "
+                "(without --limit), keeping plan_dir where every later run finds it (under AWX: storage "
+                "every job mounts, not the job's own directory)"
             ]
         )
     if not records:
@@ -236,11 +260,21 @@ def plan(values: Mapping[str, Any], records: Mapping[str, Optional[Mapping[str, 
             first["nccl_version"],
             values.get("network_operator_images"),
         )
-    except _cluster_plan.ClusterPlanError as exc:
+    except ClusterPlanError as exc:
         raise PlanError([str(exc)]) from None
-    gpu_operator = _plan_gpu_operator.plan(values, nodes, network["config"]["label_prefix"], problems)
+    # Every object carries its owner's labels: the roles prune by them (_k8s_publish).
+    network["objects"] = {part: _k8s_publish.own(objs, part) for part, objs in network["objects"].items()}
+    label_prefix = network["config"]["label_prefix"]
+    gpu_operator = _plan_gpu_operator.plan(values, nodes, label_prefix, problems)
+    storage = _plan_storage_csi.plan(values, nodes, label_prefix, problems)
+    skew_notes: List[str] = []
+    if skew_rules is not None:
+        refused, skew_notes = _skew.target_set(values, nodes, skew_rules)
+        problems.extend(refused)
     if problems:
         raise PlanError(problems)
+    if gpu_operator:
+        gpu_operator["nvidia_drivers"] = _k8s_publish.own(gpu_operator["nvidia_drivers"], "gpu_operator")
     result = {
         "schema_version": SCHEMA_VERSION,
         "fabric": fabric,
@@ -257,7 +291,9 @@ def plan(values: Mapping[str, Any], records: Mapping[str, Optional[Mapping[str, 
         },
         "network": network,
         "network_operator": {"chart_values": network_operator_values(values, rails)},
+        "storage": storage,
         "gpu_operator": gpu_operator,
+        "skew_notes": skew_notes,
     }
     result["summary"] = summary_text(result)
     return result
@@ -311,10 +347,12 @@ def summary_text(result: Mapping[str, Any]) -> str:
     for host, node in result["nodes"].items():
         origin = "" if node.get("source") == "this run" else f" [stored {node.get('stored_at')}]"
         lines.append(f"  {host}: {node.get('summary')}{origin}")
-    lines.append(_cluster_plan.report_text(result["network"]).rstrip("\n"))
+    lines.append(_cluster_report.report_text(result["network"]).rstrip("\n"))
     lines.extend(_plan_gpu_operator.summary_lines(result.get("gpu_operator")))
     counts = ", ".join(f"{part} {len(objs)}" for part, objs in result["network"]["objects"].items())
     lines.append(f"objects: {counts}")
+    lines.extend(_plan_storage_csi.summary_lines(result.get("storage")))
+    lines.extend(f"version skew: {note}" for note in result.get("skew_notes") or [])
     return "\n".join(lines) + "\n"
 
 

@@ -30,9 +30,14 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _gpudirect
+from ansible_collections.gpufabric.rollout.plugins.module_utils import _gpudirect, _upgrade
 
 VAR = "gpufabric_gpu_driver"
+# NVIDIA's CUDA network repository, which carries the driver packages (NVIDIA driver installation
+# guide, "Network repository installation"): <base>/<os><version>/<arch>, os tokens debian12,
+# ubuntu2404, rhel9.
+CUDA_REPO_BASE = "https://developer.download.nvidia.com/compute/cuda/repos"
+CUDA_ARCH = {"x86_64": "x86_64", "aarch64": "sbsa"}
 AUTO_MIN_VERSION = (570, 86, 15)
 OPEN_MIN_ARCH = "turing"
 OPEN_ONLY_ARCHS = ("blackwell",)
@@ -60,6 +65,21 @@ def version_tuple(text: Any) -> Tuple[int, ...]:
 def host_driver_packages(packages: Optional[Mapping[str, Any]]) -> List[str]:
     """Installed packages (ansible package_facts) that carry an NVIDIA kernel driver."""
     return sorted(name for name in (packages or {}) if DRIVER_PACKAGES.match(str(name)))
+
+
+def cuda_repo(values: Mapping[str, Any], ansible: Mapping[str, Any]) -> str:
+    """The repository of the host driver packages: gpu_driver_repo_url, or NVIDIA's for this OS."""
+    if values.get("gpu_driver_repo_url"):
+        return str(values["gpu_driver_repo_url"]).rstrip("/")
+    dist = str(ansible.get("distribution") or "").lower()
+    if dist == "ubuntu":
+        token = "ubuntu" + str(ansible.get("distribution_version") or "").replace(".", "")
+    elif ansible.get("os_family") == "RedHat":
+        token = "rhel" + str(ansible.get("distribution_major_version") or "")
+    else:
+        token = dist + str(ansible.get("distribution_major_version") or "")
+    arch = CUDA_ARCH.get(str(ansible.get("architecture")), str(ansible.get("architecture")))
+    return f"{CUDA_REPO_BASE}/{token}/{arch}"
 
 
 def _arch_index(arch: Optional[str]) -> int:
@@ -113,9 +133,17 @@ def resolve_kernel_module(
 
 
 def plan_driver(
-    values: Mapping[str, Any], gpudirect: Mapping[str, Any], packages: Optional[Mapping[str, Any]], problems: List[str]
+    values: Mapping[str, Any],
+    gpudirect: Mapping[str, Any],
+    packages: Optional[Mapping[str, Any]],
+    problems: List[str],
+    index: Optional[Mapping[str, Any]] = None,
+    ansible: Optional[Mapping[str, Any]] = None,
 ) -> Dict[str, Any]:
-    """The node's driver section: mode, the driver the decisions assume, and who loads the extra modules."""
+    """The node's driver section: mode, the driver the decisions assume, and who loads the extra modules.
+
+    ``index`` is the driver repository's package index (doca_repo_info) when the host driver is
+    installed by the collection (``packages``); ``packages`` here are the node's installed packages."""
     intent = values.get(VAR) or {}
     mode = intent.get("managed_by") or "host"
     asked = intent.get("kernel_module") or "auto"
@@ -131,6 +159,14 @@ def plan_driver(
         "gpu_archs": sorted({str(a) for a in archs}),
         "host_packages": installed,
     }
+    wanted = [str(p) for p in intent.get("packages") or []]
+    if mode == "host" and wanted:
+        return _host_packages(values, section, wanted, gpudirect, packages, problems, index, ansible or {})
+    if wanted:
+        problems.append(
+            f"{VAR}.packages: {', '.join(wanted)}, but {VAR}.managed_by is operator: the GPU Operator's driver pod "
+            "installs the driver; leave packages empty, or set managed_by: host"
+        )
     if mode == "host":
         section.update({"version": loaded_version, "kernel_module": loaded_flavour, "reason": "loaded on the node"})
         if not loaded_version:
@@ -172,11 +208,78 @@ def plan_driver(
     return section
 
 
+def _host_packages(
+    values: Mapping[str, Any],
+    section: Dict[str, Any],
+    wanted: List[str],
+    gpudirect: Mapping[str, Any],
+    packages: Optional[Mapping[str, Any]],
+    problems: List[str],
+    index: Optional[Mapping[str, Any]],
+    ansible: Mapping[str, Any],
+) -> Dict[str, Any]:
+    """managed_by host with packages: the collection installs and holds the driver at ``version``.
+
+    The loaded driver may differ from the target: that is the change the host layer (install) and
+    the upgrade (reload in a drained window) make. The decisions take the target."""
+    intent = values.get(VAR) or {}
+    pinned = str(intent.get("version") or "")
+    asked = intent.get("kernel_module") or "auto"
+    loaded_version = gpudirect.get("driver_version")
+    loaded_flavour = gpudirect.get("driver_flavour")
+    flavour = asked if asked != "auto" else loaded_flavour
+    repo = cuda_repo(values, ansible)
+    if ansible.get("os_family") not in (None, "Debian"):
+        problems.append(
+            f"{VAR}.packages: {', '.join(wanted)}, but this node is {ansible.get('os_family')}; the collection "
+            "installs the host driver packages on Debian and Ubuntu only (leave packages empty and install the "
+            "driver yourself)"
+        )
+    if not flavour:
+        problems.append(
+            f"{VAR}.kernel_module: auto takes the loaded driver's module type, but no NVIDIA driver is loaded on this "
+            f"node; set open or proprietary for the packages {', '.join(wanted)}"
+        )
+    if index is not None and pinned:
+        available = index.get("packages") or {}
+        for name in wanted:
+            versions = list(available.get(name) or [])
+            if not any(_upgrade.driver_matches(v, pinned) for v in versions):
+                problems.append(
+                    f"{VAR}.version: {pinned} of {name} is not in {repo}; versions there: "
+                    f"{', '.join(versions[-6:]) or 'none (no such package)'}"
+                )
+    section.update(
+        {
+            "version": pinned,
+            "kernel_module": flavour,
+            "reason": f"installed by the collection from {repo} ({VAR}.packages)",
+            "packages": wanted,
+            "repo_url": repo,
+            "installed": _upgrade.installed_version(packages, wanted[0]),
+            "loaded": loaded_version,
+            "loaded_kernel_module": loaded_flavour,
+        }
+    )
+    return section
+
+
 def effective_facts(gpudirect: Mapping[str, Any], driver: Mapping[str, Any]) -> Dict[str, Any]:
     """The driver facts the GPUDirect decisions take: the node's own, or the planned operator driver."""
     facts = dict(gpudirect or {})
-    if driver.get("managed_by") != "operator":
+    if driver.get("managed_by") != "operator" and not driver.get("packages"):
         facts["driver_origin"] = "loaded on the node"
+        return facts
+    if driver.get("packages"):
+        # The host layer installs (and the upgrade loads) the target; decide for it, not the loaded one.
+        facts.update(
+            {
+                "driver_flavour": driver.get("kernel_module"),
+                "driver_version": driver.get("version"),
+                "cuda_version": _gpudirect.cuda_for_driver(driver.get("version")),
+                "driver_origin": driver.get("reason"),
+            }
+        )
         return facts
     facts.update(
         {

@@ -38,12 +38,13 @@ import re
 import tarfile
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils._cluster_plan import dns_name, label_value
+from ansible_collections.gpufabric.rollout.plugins.module_utils import _k8s_publish
+from ansible_collections.gpufabric.rollout.plugins.module_utils._cluster_intent import dns_name, label_value
 from ansible_collections.gpufabric.rollout.plugins.module_utils._intent import show, unknown_message
 
 DRIVER_VAR = "gpufabric_gpu_driver"
 CLUSTER_POLICY = "cluster-policy"
-MANAGED_BY = {"app.kubernetes.io/managed-by": "gpufabric.rollout"}
+MANAGED_BY = {_k8s_publish.MANAGED_BY_KEY: _k8s_publish.MANAGED_BY}
 KERNEL_MODULE_TYPE_SINCE = (25, 3, 0)
 VALIDATOR_REPO_MOVED = (25, 10, 0)  # validator and node status exporter left nvcr.io/nvidia/cloud-native
 GPU_TOLERATIONS = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
@@ -223,6 +224,7 @@ def check_extra_values(extra: Mapping[str, Any], problems: List[str]) -> None:
 
 
 def deep_merge(base: Mapping[str, Any], extra: Mapping[str, Any]) -> Dict[str, Any]:
+    """Helm-style merge: mappings merge key by key, anything else in ``extra`` replaces."""
     out = dict(base)
     for key, value in (extra or {}).items():
         if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):

@@ -5,7 +5,9 @@
 ``plan_node(values, facts)`` is pure. ``values`` are the node's variables after ``_intent.check``
 and ``_intent_rules`` (defaults filled); ``facts`` holds what the plan play read from the node:
 ``ansible`` (setup facts), ``topology`` (topology_facts), ``gpudirect`` (gpudirect_facts),
-``doca`` (doca_ofed_facts) and ``doca_index`` (doca_repo_info, when DOCA-OFED is managed).
+``doca`` (doca_ofed_facts), ``doca_index`` (doca_repo_info, when DOCA-OFED is managed) and
+``driver_index`` (doca_repo_info on the driver repository, when the collection installs the host
+driver).
 
 The result has one section per host role; roles read their section and never recompute a value
 it holds. Every refusal is collected, so one run names every problem of the node, each with the
@@ -16,7 +18,16 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _doca, _gpudirect, _nccl, _plan_gpu_driver, _qos
+from ansible_collections.gpufabric.rollout.plugins.module_utils import (
+    _doca,
+    _gpudirect,
+    _nccl,
+    _plan_gpu_driver,
+    _plan_storage,
+    _plan_validate,
+    _qos_plan,
+    _upgrade,
+)
 from ansible_collections.gpufabric.rollout.plugins.module_utils._intent import IntentError, show
 from ansible_collections.gpufabric.rollout.plugins.module_utils._intent_rules import tos_for, version
 
@@ -128,14 +139,14 @@ def roce_section(
             "roce_disable_acs_redirect: true, but this node is a virtual machine; ACS must stay on in VMs "
             "(enable ATS on the NIC instead)"
         )
-    plan = _qos.build_plan(fabric, options, topology, values.get("gpufabric_sysroot") or "/")
+    plan = _qos_plan.build_plan(fabric, options, topology, values.get("gpufabric_sysroot") or "/")
     if not plan["interfaces"] and not options["interfaces"]:
         problems.append(
             "roce_interfaces: empty, and discovery found no rail (compute) NIC"
             + (" or storage NIC" if options["include_storage"] else "")
             + " on this node; name the NICs to configure, or set roce_include_storage: true"
         )
-    plan["rails"] = _qos.rail_summary(plan)
+    plan["rails"] = _qos_plan.rail_summary(plan)
     plan["check_rail_consistency"] = bool(values.get("roce_check_rail_consistency", True))
     return plan
 
@@ -224,6 +235,7 @@ def gds_section(
     gpudirect: Mapping[str, Any],
     topology: Mapping[str, Any],
     problems: List[str],
+    storage: Optional[Mapping[str, Any]] = None,
 ) -> Optional[Dict[str, Any]]:
     if not values.get("gpufabric_gds_enabled"):
         return None
@@ -253,7 +265,10 @@ def gds_section(
     roles = list(values.get("gpudirect_storage_rdma_nic_roles") or [])
     explicit = list(values.get("gpudirect_storage_rdma_dev_addr_list") or [])
     addrs: List[str] = explicit
-    if not explicit:
+    if not explicit and (storage or {}).get("cufile_addresses"):
+        # gpufabric_storage names the NICs that carry the GDS filesystems; they are cuFile's client addresses.
+        addrs = list(storage["cufile_addresses"])
+    elif not explicit:
         addrs = []
         for nic in topology.get("nics") or []:
             if nic.get("role") not in roles:
@@ -274,6 +289,13 @@ def gds_section(
                 )
             section["rdma_dev_addr_list"] = list(addrs)
         sections[name] = section
+    for name, planned in ((storage or {}).get("cufile") or {}).items():
+        for key in sorted(set(planned) & set(sections.get(name) or {})):
+            problems.append(
+                f"gpudirect_storage_filesystems.{name}.{key}: is planned from gpufabric_storage (the NICs that serve "
+                f"each {name} filesystem); remove it here"
+            )
+        sections[name] = {**(sections.get(name) or {}), **planned}
     return {
         "mode": mode,
         "iommu_on": iommu_on,
@@ -384,7 +406,9 @@ def plan_node(values: Mapping[str, Any], facts: Mapping[str, Any]) -> Dict[str, 
     plan["doca_ofed"] = doca_section(values, ansible, doca, facts.get("doca_index"), problems)
     plan["roce"] = roce_section(values, fabric, topology, problems)
     # The RDMA and GDS decisions take the driver the node will run: its own, or the GPU Operator's.
-    driver = _plan_gpu_driver.plan_driver(values, facts.get("gpudirect") or {}, ansible.get("packages"), problems)
+    driver = _plan_gpu_driver.plan_driver(
+        values, facts.get("gpudirect") or {}, ansible.get("packages"), problems, facts.get("driver_index"), ansible
+    )
     plan["gpu_driver"] = driver
     gpudirect = _plan_gpu_driver.effective_facts(facts.get("gpudirect") or {}, driver)
     # Without a driver (none loaded, or an operator module type that cannot be resolved) the RDMA and
@@ -393,11 +417,17 @@ def plan_node(values: Mapping[str, Any], facts: Mapping[str, Any]) -> Dict[str, 
     follow = problems if known else []
     rdma = plan["gpudirect_rdma"] = gpudirect_section(values, gpudirect, mofed_planned(values, doca), follow)
     rdma["peermem_loaded_by"] = _plan_gpu_driver.loaded_by(driver, rdma["method"] == "peermem")
-    gds = plan["gpudirect_storage"] = gds_section(values, rdma["decision"], gpudirect, topology, follow)
+    storage = plan["storage_client"] = _plan_storage.storage_section(
+        values, topology, fabric, plan["doca_ofed"], doca, problems
+    )
+    gds = plan["gpudirect_storage"] = gds_section(values, rdma["decision"], gpudirect, topology, follow, storage)
     if gds is not None:
         gds["nvidia_fs_loaded_by"] = _plan_gpu_driver.loaded_by(driver, gds["mode"] == "nvidia_fs")
     if plan["nccl_version"] is not None:
         plan["nccl"] = nccl_section(values, fabric, topology, problems)
+    plan["validate"] = _plan_validate.validate_section(values, plan)
+    # What an upgrade changes here: installed and loaded versions against the targets above.
+    plan["upgrade"] = _upgrade.node_section(plan, facts)
     if problems:
         raise PlanError(problems)
     return plan

@@ -46,21 +46,11 @@ options:
     type: dict
     default: {}
     suboptions:
-      lustre:
-        description: Keys for C(fs.lustre).
-        type: dict
-      nfs:
-        description: Keys for C(fs.nfs).
-        type: dict
-      gpfs:
-        description: Keys for C(fs.gpfs).
-        type: dict
-      weka:
-        description: Keys for C(fs.weka).
-        type: dict
-      beegfs:
-        description: Keys for C(fs.beegfs).
-        type: dict
+      lustre: {description: Keys for C(fs.lustre)., type: dict}
+      nfs: {description: Keys for C(fs.nfs)., type: dict}
+      gpfs: {description: Keys for C(fs.gpfs)., type: dict}
+      weka: {description: Keys for C(fs.weka)., type: dict}
+      beegfs: {description: Keys for C(fs.beegfs)., type: dict}
   settings:
     description: 'Any other keys, as a nested dict from the top of the document (e.g. C({logging: {level: WARN}})).'
     type: dict
@@ -119,8 +109,21 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils import _cufile
+from ansible_collections.gpufabric.rollout.plugins.module_utils._parse import ParseError
 
 _FS_SPEC = {name: {"type": "dict"} for name in _cufile.FILESYSTEMS}
+
+
+def decode(raw: bytes, path: str) -> str:
+    """The file's text; ParseError naming the line of the first byte that is not UTF-8."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        lineno = raw.count(b"\n", 0, exc.start) + 1
+        line = raw.split(b"\n")[lineno - 1].decode("utf-8", "replace")
+        raise ParseError(
+            f"byte 0x{raw[exc.start]:02x} at offset {exc.start} is not UTF-8", line=line, lineno=lineno, source=path
+        ) from None
 
 
 def run(module: AnsibleModule) -> dict:
@@ -129,13 +132,16 @@ def run(module: AnsibleModule) -> dict:
     if os.path.exists(path):
         with open(path, "rb") as handle:
             raw = handle.read()
-        before = raw.decode("utf-8")
+        before = decode(raw, path)
     elif params["create"]:
         raw = None
         before = "{\n}\n"
     else:
         raise FileNotFoundError(f"{path} does not exist (install the GDS packages, or set create: true)")
-    data = _cufile.parse(before)
+    try:
+        data = _cufile.parse(before)
+    except ParseError as exc:
+        raise exc.within(path) from None
     desired = _cufile.build_desired(
         data,
         compat_mode=params["compat_mode"],
@@ -185,7 +191,7 @@ def main() -> None:
     )
     try:
         result = run(module)
-    except (OSError, ValueError, UnicodeDecodeError) as exc:
+    except (OSError, ValueError) as exc:
         module.fail_json(msg=f"cufile_config: {exc}")
     module.exit_json(**result)
 

@@ -14,24 +14,14 @@ description:
     C(mlx5_core) without it is the inbox stack. RDMA devices under C(sys/class/infiniband) count
     as a loaded RDMA core when C(/sys/module) is not visible.
 options:
-  sysroot:
-    description: Root under which C(/sys) is read (a captured or lab hardware tree).
-    type: path
-    default: /
   installed:
     description: Installed package name to version (for example from M(ansible.builtin.package_facts)).
     type: dict
     default: {}
 extends_documentation_fragment:
   - gpufabric.rollout.read_only
-attributes:
-  platform:
-    platforms: posix
-    support: full
-    description: Linux hosts.
-  facts:
-    support: full
-    description: Returns C(ansible_facts.gpufabric_doca).
+  - gpufabric.rollout.sysroot
+  - gpufabric.rollout.facts
 author:
   - gpufabric.rollout contributors (@gpufabric)
 """
@@ -66,55 +56,33 @@ ansible_facts:
         modules: {ib_core: true, mlx_compat: true, mlx5_core: true, mlx5_core_version: 24.10-1.1.4}
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils import _doca
+from ansible_collections.gpufabric.rollout.plugins.module_utils._host import Runner, Sysroot
 
 
-def read_modules(sysroot):
-    root = os.path.join(sysroot, "sys")
-    module_dir = os.path.join(root, "module")
+def read_modules(sr):
+    """What sys/module and sys/class/infiniband below ``sr`` say is loaded."""
 
     def has(name):
-        return os.path.isdir(os.path.join(module_dir, name))
+        return sr.isdir(f"sys/module/{name}")
 
-    rdma_devices = []
-    ib_class = os.path.join(root, "class", "infiniband")
-    if os.path.isdir(ib_class):
-        rdma_devices = sorted(os.listdir(ib_class))
-    version = None
-    version_file = os.path.join(module_dir, "mlx5_core", "version")
-    if os.path.isfile(version_file):
-        with open(version_file) as handle:
-            version = handle.read().strip() or None
+    rdma_devices = sr.listdir("sys/class/infiniband")
     mlx5_devices = any(name.startswith("mlx5_") for name in rdma_devices)
     return {
         "ib_core": has("ib_core") or bool(rdma_devices),
         "mlx_compat": has("mlx_compat"),
         "mlx5_core": has("mlx5_core") or mlx5_devices,
-        "mlx5_core_version": version,
+        "mlx5_core_version": sr.read("sys/module/mlx5_core/version") or None,
         "rdma_devices": rdma_devices,
     }
 
 
-class Runner:
-    """Runs host commands; tests replace it."""
-
-    def __init__(self, module):
-        self.module = module
-
-    def output(self, name, args):
-        path = self.module.get_bin_path(name, opt_dirs=["/usr/bin", "/usr/sbin", "/sbin"])
-        if not path:
-            return None
-        rc, out, _err = self.module.run_command([path, *args], environ_update={"LC_ALL": "C"})
-        return out if rc == 0 else None
-
-
-def gather(sysroot, installed, runner):
-    modules = read_modules(sysroot)
+def gather(sr, installed, runner):
+    """The stack facts: ``ofed_info -s`` and ``dkms status`` through ``runner`` (their output is read
+    leniently: what is not recognised is left out), sysfs below ``sr``."""
+    modules = read_modules(sr)
     facts = _doca.detect_stack(runner.output("ofed_info", ["-s"]), installed, modules)
     facts["modules"] = modules
     facts["dkms"] = _doca.parse_dkms_status(runner.output("dkms", ["status"]) or "")
@@ -130,7 +98,7 @@ def main():
         supports_check_mode=True,
     )
     installed = {str(k): str(v) for k, v in module.params["installed"].items()}
-    facts = gather(module.params["sysroot"], installed, Runner(module))
+    facts = gather(Sysroot(module.params["sysroot"]), installed, Runner.for_module(module))
     module.exit_json(changed=False, ansible_facts={"gpufabric_doca": facts})
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: doca_repo_info
-short_description: List the packages and versions a DOCA (apt or dnf) repository carries
+short_description: List the packages and versions an apt or dnf repository carries (DOCA, the GPU driver)
 version_added: 0.1.0
 description:
   - Reads the package index of one repository directory, the way apt or dnf would, without
-    configuring anything on the host. The doca_ofed role uses it to refuse a version pin the
-    repository does not carry before it changes anything.
+    configuring anything on the host. The plan uses it to refuse a DOCA-OFED or GPU driver version
+    the repository does not carry before anything changes.
   - apt repositories are read from C(Packages.gz) or C(Packages); dnf repositories from
     C(repodata/repomd.xml) and the primary metadata it names (plain or gzip).
 options:
@@ -32,6 +32,10 @@ options:
     description: Seconds to wait for each download.
     type: int
     default: 30
+  variable:
+    description: The variable that points at the repository, named in the error when it has no index.
+    type: str
+    default: doca_ofed_repo_base_url
 extends_documentation_fragment:
   - gpufabric.rollout.read_only
 attributes:
@@ -76,6 +80,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import open_url
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils import _doca
+from ansible_collections.gpufabric.rollout.plugins.module_utils._parse import ParseError
 
 
 def _fetch(url, params):
@@ -107,20 +112,27 @@ def read_index(params):
             data = _fetch(base + name, params)
             if data is not None:
                 text = _maybe_gunzip(data, name).decode("utf-8", "replace")
-                return base + name, _doca.parse_packages_index(text), _doca.parse_packages_depends(text)
-        raise _doca.DocaError(
-            f"doca_ofed_repo_base_url: no Packages index at {base} (wrong release, OS or arch token?)"
-        )
+                try:
+                    return base + name, _doca.parse_packages_index(text), _doca.parse_packages_depends(text)
+                except ParseError as exc:
+                    raise exc.within(base + name) from None
+        raise _doca.DocaError(f"{params['variable']}: no Packages index at {base} (wrong release, OS or arch token?)")
     repomd = _fetch(base + "repodata/repomd.xml", params)
     if repomd is None:
-        raise _doca.DocaError(f"doca_ofed_repo_base_url: no repodata/repomd.xml at {base}")
-    location = _doca.primary_location(repomd.decode("utf-8", "replace"))
+        raise _doca.DocaError(f"{params['variable']}: no repodata/repomd.xml at {base}")
+    try:
+        location = _doca.primary_location(repomd)
+    except ParseError as exc:
+        raise exc.within(base + "repodata/repomd.xml") from None
     if location.endswith((".zst", ".xz", ".bz2")):
         raise _doca.DocaError(f"{base}: primary metadata compression not supported here ({location})")
     data = _fetch(base + location, params)
     if data is None:
         raise _doca.DocaError(f"{base}: repomd.xml names {location}, which is missing")
-    return base + location, _doca.parse_primary_xml(_maybe_gunzip(data, location).decode("utf-8", "replace")), {}
+    try:
+        return base + location, _doca.parse_primary_xml(_maybe_gunzip(data, location)), {}
+    except ParseError as exc:
+        raise exc.within(base + location) from None
 
 
 def main():
@@ -130,6 +142,7 @@ def main():
             format=dict(type="str", choices=["apt", "dnf"], default="apt"),
             validate_certs=dict(type="bool", default=True),
             timeout=dict(type="int", default=30),
+            variable=dict(type="str", default="doca_ofed_repo_base_url"),
         ),
         supports_check_mode=True,
     )
@@ -137,7 +150,7 @@ def main():
     error = None
     try:
         result["url"], result["packages"], result["depends"] = read_index(module.params)
-    except _doca.DocaError as exc:
+    except (_doca.DocaError, ParseError) as exc:
         error = str(exc)
     except Exception as exc:  # network and I/O errors become one clear failure
         error = "cannot read the repository index under {}: {}".format(module.params["url"], exc)

@@ -18,10 +18,6 @@ description:
 author:
   - gpufabric.rollout contributors (@gpufabric)
 options:
-  sysroot:
-    description: Root under which C(/proc) and C(/sys) are read (a captured snapshot or a lab node's tree).
-    type: path
-    default: /
   method:
     description: The mechanism wanted; C(auto) picks DMA-BUF when possible, else nvidia-peermem.
     type: str
@@ -44,11 +40,8 @@ options:
     type: bool
 extends_documentation_fragment:
   - gpufabric.rollout.read_only
-attributes:
-  platform:
-    support: full
-    platforms: posix
-    description: Linux hosts with an NVIDIA GPU driver.
+  - gpufabric.rollout.sysroot
+  - gpufabric.rollout.facts
 """
 
 EXAMPLES = r"""
@@ -85,31 +78,21 @@ ansible_facts:
           peermem: {ok: false, blockers: ["MOFED/DOCA-OFED is not installed ..."]}
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils import _gpudirect
+from ansible_collections.gpufabric.rollout.plugins.module_utils._host import Runner, Sysroot
+from ansible_collections.gpufabric.rollout.plugins.module_utils._parse import ParseError
 
-_C_ENV = {"LC_ALL": "C"}
-
-
-class Runner:
-    """Runs host commands; tests replace it."""
-
-    def __init__(self, module: AnsibleModule) -> None:
-        self.module = module
-
-    def which(self, name: str):
-        return self.module.get_bin_path(name)
-
-    def run(self, argv):
-        return self.module.run_command(argv, environ_update=_C_ENV)
+SMI_GPU_QUERY = ["--query-gpu=name,compute_cap", "--format=csv,noheader"]
+MOFED_SOURCE_TREE = "usr/src/ofa_kernel/default"  # MLNX_OFED/DOCA-OFED kernel sources
 
 
-def gather(params: dict, runner) -> dict:
+def gather(params: dict, runner: Runner, files: Sysroot) -> dict:
+    """The facts for ``params``: /proc and /sys below ``params['sysroot']``, other host files below
+    ``files`` (``/`` on a host), commands through ``runner``. ParseError names the command and line."""
     sysroot = params["sysroot"]
-    host = _gpudirect.read_host(sysroot)
+    host = _gpudirect.read_host(Sysroot(sysroot))
     modinfo = runner.which("modinfo")
     if modinfo and host["driver_flavour"] is None and host["driver_loaded"]:
         rc, out, _err = runner.run([modinfo, "-F", "license", "nvidia"])
@@ -127,12 +110,12 @@ def gather(params: dict, runner) -> dict:
         if rc == 0:
             cuda = _gpudirect.parse_cuda_from_smi(out)
     if smi and not gpus:
-        rc, out, _err = runner.run([smi, "--query-gpu=name,compute_cap", "--format=csv,noheader"])
+        rc, out, _err = runner.run([smi, *SMI_GPU_QUERY])
         if rc == 0:
-            for line in out.splitlines():
-                if line.strip():
-                    name, _sep, cap = line.partition(",")
-                    gpus.append({"model": name.strip(), "compute_cap": cap.strip() or None})
+            try:
+                gpus = _gpudirect.parse_smi_gpus(out)
+            except ParseError as exc:
+                raise exc.within(" ".join(["nvidia-smi", *SMI_GPU_QUERY])) from None
     cuda_source = "nvidia-smi" if cuda and not params["cuda_version"] else ("parameter" if cuda else None)
     if not cuda:
         cuda = _gpudirect.cuda_for_driver(host["driver_version"])
@@ -145,7 +128,7 @@ def gather(params: dict, runner) -> dict:
         if rc == 0 and out.strip():
             mofed_version = out.strip().rstrip(":")
     if mofed is None:
-        mofed = bool(mofed_version) or os.path.isdir("/usr/src/ofa_kernel/default")
+        mofed = bool(mofed_version) or files.isdir(MOFED_SOURCE_TREE)
     facts = dict(host)
     facts.update(
         {
@@ -173,7 +156,10 @@ def main() -> None:
         },
         supports_check_mode=True,
     )
-    facts = gather(module.params, Runner(module))
+    try:
+        facts = gather(module.params, Runner.for_module(module), Sysroot("/"))
+    except ParseError as exc:
+        module.fail_json(msg=str(exc))
     module.exit_json(changed=False, ansible_facts={"gpufabric_gpudirect": facts})
 
 

@@ -31,6 +31,8 @@ attributes:
     platforms: posix
     support: full
     description: Bare-metal Linux hosts with pciutils C(setpci).
+extends_documentation_fragment:
+  - gpufabric.rollout.sysroot
 options:
   endpoints:
     description: PCI addresses (DDDD:BB:DD.F) of the GPUs and NICs whose upstream bridges are changed.
@@ -45,10 +47,6 @@ options:
     description: The host is a virtual machine (from discovery); the module then refuses.
     type: bool
     default: false
-  sysroot:
-    description: Root under which C(/sys) paths are read.
-    type: path
-    default: /
 """
 
 EXAMPLES = r"""
@@ -68,16 +66,28 @@ bridges:
     - {bdf: "0000:16:00.0", before: "001d", after: "0011", redirect: false}
 """
 
-import shutil
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils._qos import (
-    HostIO,
-    QosError,
-    run_acs,
-    upstream_bridges,
-)
+from ansible_collections.gpufabric.rollout.plugins.module_utils._host import CommandError, Runner, Sysroot
+from ansible_collections.gpufabric.rollout.plugins.module_utils._parse import ParseError
+from ansible_collections.gpufabric.rollout.plugins.module_utils._pcie_acs import AcsError, run_acs, upstream_bridges
+
+
+def run(params, sysroot, runner, check_mode):
+    """The module's result for ``params``; AcsError, CommandError or ParseError when it cannot."""
+    if params["virtualized"]:
+        raise AcsError(
+            "refusing to disable ACS redirect on a virtual machine: the hypervisor relies on ACS for "
+            "isolation; enable ATS on the NIC instead"
+        )
+    if not 0 < params["clear_mask"] <= 0x7F:
+        raise AcsError(f"clear_mask must be in 1..0x7f, got {params['clear_mask']}")
+    if not runner.which("setpci"):
+        raise AcsError("setpci (pciutils) is not installed")
+    bridges = upstream_bridges(sysroot, params["endpoints"])
+    out = run_acs(bridges, params["clear_mask"], runner, check_mode)
+    diff = {side: {b["bdf"]: b[side] for b in out["bridges"]} for side in ("before", "after")}
+    return dict(changed=out["changed"], bridges=out["bridges"], diff=diff)
 
 
 def main():
@@ -90,35 +100,11 @@ def main():
         ),
         supports_check_mode=True,
     )
-    result = dict(changed=False, bridges=[])
-    error = None
-    if module.params["virtualized"]:
-        error = (
-            "refusing to disable ACS redirect on a virtual machine: the hypervisor relies on ACS for "
-            "isolation; enable ATS on the NIC instead"
-        )
-    elif not 0 < module.params["clear_mask"] <= 0x7F:
-        error = f"clear_mask must be in 1..0x7f, got {module.params['clear_mask']}"
-    else:
-        io = HostIO(
-            run=lambda argv: module.run_command(argv, environ_update={"LC_ALL": "C"}),
-            which=lambda name: module.get_bin_path(name) or shutil.which(name),
-            sysroot=module.params["sysroot"],
-        )
-        try:
-            if not io.which("setpci"):
-                raise QosError("setpci (pciutils) is not installed")
-            bridges = upstream_bridges(io, module.params["endpoints"])
-            out = run_acs(bridges, module.params["clear_mask"], io, module.check_mode)
-            result.update(changed=out["changed"], bridges=out["bridges"])
-            result["diff"] = dict(
-                before={b["bdf"]: b["before"] for b in out["bridges"]},
-                after={b["bdf"]: b["after"] for b in out["bridges"]},
-            )
-        except (QosError, OSError) as exc:
-            error = str(exc)
-    if error is not None:
-        module.fail_json(msg=error, **result)
+    sysroot = Sysroot(module.params["sysroot"])
+    try:
+        result = run(module.params, sysroot, Runner.for_module(module), module.check_mode)
+    except (AcsError, CommandError, ParseError, OSError) as exc:
+        module.fail_json(msg=str(exc), changed=False, bridges=[])
     module.exit_json(**result)
 
 

@@ -15,19 +15,26 @@ description:
     C(node_intent) or C(cluster_intent) argument spec) and every variable of the listed roles against their
     argument specs, plus the ranges and cross-field rules of the collection. Unknown keys and unknown variables
     with a collection prefix are refused with the closest known name. The checked values, defaults filled in,
-    become the fact C(gpufabric_intent).
+    are returned as RV(gpufabric_intent).
   - With O(part=node) it computes the node's plan from C(gpufabric_intent) and the node's discovered facts
-    (fact C(gpufabric_node_plan)).
-  - With O(part=cluster) it checks what must agree between GPU nodes, computes the cluster plan (fact
-    C(gpufabric_plan)), stores each node's record under O(plan_dir)C(/discovery) and writes C(plan.json) and
+    (RV(gpufabric_node_plan)).
+  - With O(part=cluster) it checks what must agree between GPU nodes, computes the cluster plan
+    (RV(gpufabric_plan)), stores each node's record under O(plan_dir)C(/discovery) and writes C(plan.json) and
     C(summary.txt) to O(plan_dir). Nodes outside the run are planned from their stored record.
+  - With O(part=upgrade) (C(playbooks/upgrade.yml)) it checks the upgrade variables (the plan role's C(upgrade)
+    entry point) and plans the rolling upgrade from every node's plan (fact C(gpufabric_upgrade_plan)), that is the
+    nodes to change and what changes on each, the batches, the cluster phase and its upgrade paths (the version-skew
+    rules of C(roles/plan/files/version_skew.yml)), and the summary C(--check) prints.
   - Every refusal names the variable, the value and what is allowed; all problems are reported at once.
+  - The results are return values, not facts, so that they never reach a fact cache (AWX jobs, C(fact_caching) in
+    C(ansible.cfg)), where a later run would find a stale plan; the plan role keeps them for the run with
+    M(ansible.builtin.set_fact).
 options:
   part:
     description: What to do.
     type: str
     required: true
-    choices: [check_node, check_cluster, node, cluster]
+    choices: [check_node, check_cluster, node, cluster, upgrade]
   roles:
     description: Roles whose variables are checked (their C(main) argument spec entry point).
     type: list
@@ -39,15 +46,35 @@ options:
   doca_index:
     description: For O(part=node), the result of M(gpufabric.rollout.doca_repo_info) when DOCA-OFED is managed.
     type: dict
+  driver_index:
+    description:
+      - For O(part=node), the result of M(gpufabric.rollout.doca_repo_info) on the GPU driver repository when the
+        collection installs the host driver (C(gpufabric_gpu_driver.packages)).
+    type: dict
   nodes:
-    description: For O(part=cluster), the inventory hosts of every GPU node (not only those in this run).
+    description:
+      - For O(part=cluster) and O(part=upgrade), the inventory hosts of every GPU node (not only those in this run).
     type: list
     elements: str
+  hosts:
+    description: For O(part=upgrade), the GPU nodes of this run (the others are left out of the batches).
+    type: list
+    elements: str
+  cluster_nodes:
+    description:
+      - For O(part=upgrade), the cluster's Node objects (kubernetes.core.k8s_info C(resources)), whose annotations
+        tell the nodes a failed upgrade left cordoned; omit without a cluster (render mode).
+    type: list
+    elements: dict
+  current:
+    description: For O(part=upgrade), the chart versions the cluster runs, C({network_operator, gpu_operator}).
+    type: dict
   plan_dir:
-    description: For O(part=cluster), the controller directory for the plan files and stored node records.
+    description:
+      - For O(part=cluster) and O(part=upgrade), the controller directory for the plan files and stored node records.
     type: path
   stored_discovery:
-    description: For O(part=cluster), plan nodes outside this run from their stored record.
+    description: For O(part=cluster) and O(part=upgrade), plan nodes outside this run from their stored record.
     type: bool
     default: true
 attributes:
@@ -73,9 +100,26 @@ EXAMPLES = r"""
   gpufabric.rollout.plan:
     part: check_node
     roles: [topology, roce, nccl_config]
+  register: __plan_check
+
+- name: Keep the checked variables for this run (set_fact never reaches the fact cache)
+  ansible.builtin.set_fact:
+    gpufabric_intent: "{{ __plan_check.gpufabric_intent }}"
 """
 
 RETURN = r"""
+gpufabric_intent:
+  description: For O(part=check_node) and O(part=check_cluster), the checked variables with their defaults filled in.
+  returned: success and O(part) is C(check_node) or C(check_cluster)
+  type: dict
+gpufabric_node_plan:
+  description: For O(part=node), the node's plan, one section per host role.
+  returned: success and O(part=node)
+  type: dict
+gpufabric_plan:
+  description: For O(part=cluster), the cluster plan (nodes, network, operators' objects, summary).
+  returned: success and O(part=cluster)
+  type: dict
 problems:
   description: Every refusal, each naming the variable, the value and what is allowed.
   returned: failure
@@ -84,7 +128,7 @@ problems:
   sample:
     - "gpufabric_fabric: unknown key 'lossles_priority' (did you mean 'lossless_priority'?); allowed: ..."
 summary:
-  description: For O(part=cluster), the readable plan summary.
+  description: For O(part=cluster) and O(part=upgrade), the readable plan summary.
   returned: success
   type: str
 files:

@@ -70,7 +70,13 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils._qos import QosError, parse_rdma_system
+from ansible_collections.gpufabric.rollout.plugins.module_utils._host import CommandError, Runner, Sysroot
+from ansible_collections.gpufabric.rollout.plugins.module_utils._parse import ParseError
+from ansible_collections.gpufabric.rollout.plugins.module_utils._qos_parsers import parse_rdma_system
+
+
+class NetnsError(Exception):
+    """The RDMA netns mode cannot be read or set."""
 
 
 def conf_text(mode):
@@ -79,6 +85,55 @@ def conf_text(mode):
         "# Managed by gpufabric.rollout (roce role): RDMA netns mode at ib_core load.\n"
         f"# 1 = shared, 0 = exclusive (rdma system set netns).\noptions ib_core netns_mode={value}\n"
     )
+
+
+def _runtime_mode(runner, rdma):
+    argv = [rdma, "system", "show"]
+    try:
+        return parse_rdma_system(runner.check(argv))["netns"]
+    except ParseError as exc:
+        raise exc.within("rdma system show") from None
+
+
+def run(params, runner, files, check_mode, atomic_move):
+    """Read -> diff -> set for ``params``; ``files`` is the Sysroot the modprobe.d file lives under
+    (``/`` on a host), ``atomic_move(src, dest)`` replaces a file. Fills ``result`` as it goes, so a
+    failure still reports what was read."""
+    mode = params["mode"]
+    path = params["modprobe_conf"]
+    result = dict(changed=False, runtime_before=None, runtime_after=None)
+    try:
+        rdma = runner.which("rdma")
+        if not rdma:
+            raise NetnsError("rdma (iproute2) is not installed")
+        before = _runtime_mode(runner, rdma)
+        result["runtime_before"] = result["runtime_after"] = before
+        old_conf = files.text(path)
+        new_conf = conf_text(mode) if params["persist"] else old_conf
+        result["changed"] = before != mode or new_conf != old_conf
+        result["diff"] = dict(
+            before=f"runtime: {before}\n{path}:\n{old_conf or ''}",
+            after=f"runtime: {mode}\n{path}:\n{new_conf or ''}",
+        )
+        if result["changed"] and check_mode:
+            result["runtime_after"] = mode
+        elif result["changed"]:
+            if new_conf != old_conf:
+                dest = files.path(path)
+                os.makedirs(os.path.dirname(dest), exist_ok=True)
+                tmp = dest + ".tmp"
+                with open(tmp, "w") as handle:
+                    handle.write(new_conf)
+                os.chmod(tmp, 0o644)
+                atomic_move(tmp, dest)
+            if before != mode:
+                runner.check([rdma, "system", "set", "netns", mode])
+                result["runtime_after"] = _runtime_mode(runner, rdma)
+                if result["runtime_after"] != mode:
+                    raise NetnsError(f"rdma system show reports {result['runtime_after']} after setting {mode}")
+    except (NetnsError, CommandError, ParseError, OSError) as exc:
+        result["error"] = str(exc)
+    return result
 
 
 def main():
@@ -90,48 +145,8 @@ def main():
         ),
         supports_check_mode=True,
     )
-    mode = module.params["mode"]
-    path = module.params["modprobe_conf"]
-    result = dict(changed=False, runtime_before=None, runtime_after=None)
-    error = None
-    rdma = module.get_bin_path("rdma", required=True)
-    env = {"LC_ALL": "C"}
-    try:
-        rc, out, err = module.run_command([rdma, "system", "show"], environ_update=env)
-        if rc != 0:
-            raise QosError(f"rdma system show failed: {(err or out).strip()}")
-        before = parse_rdma_system(out)["netns"]
-        result["runtime_before"] = result["runtime_after"] = before
-        old_conf = None
-        if os.path.exists(path):
-            with open(path) as handle:
-                old_conf = handle.read()
-        new_conf = conf_text(mode) if module.params["persist"] else old_conf
-        result["changed"] = before != mode or new_conf != old_conf
-        result["diff"] = dict(
-            before=f"runtime: {before}\n{path}:\n{old_conf or ''}",
-            after=f"runtime: {mode}\n{path}:\n{new_conf or ''}",
-        )
-        if result["changed"] and module.check_mode:
-            result["runtime_after"] = mode
-        elif result["changed"]:
-            if new_conf != old_conf:
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-                tmp = path + ".tmp"
-                with open(tmp, "w") as handle:
-                    handle.write(new_conf)
-                os.chmod(tmp, 0o644)
-                module.atomic_move(tmp, path)
-            if before != mode:
-                rc, out, err = module.run_command([rdma, "system", "set", "netns", mode], environ_update=env)
-                if rc != 0:
-                    raise QosError(f"rdma system set netns {mode} failed: {(err or out).strip()}")
-                rc, out, err = module.run_command([rdma, "system", "show"], environ_update=env)
-                result["runtime_after"] = parse_rdma_system(out)["netns"]
-                if result["runtime_after"] != mode:
-                    raise QosError(f"rdma system show reports {result['runtime_after']} after setting {mode}")
-    except (QosError, OSError) as exc:
-        error = str(exc)
+    result = run(module.params, Runner.for_module(module), Sysroot("/"), module.check_mode, module.atomic_move)
+    error = result.pop("error", None)
     if error is not None:
         module.fail_json(msg=error, **result)
     module.exit_json(**result)

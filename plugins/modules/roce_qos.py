@@ -20,8 +20,9 @@ description:
     (MOFED), the RDMA-CM default RoCE ToS and mode (configfs), the netdev MTU and global
     pause (C(ethtool)).
   - Settings the host does not expose are reported as warnings, not failures.
-  - The input is one entry of the plan built by the P(gpufabric.rollout.roce_plan#filter) filter; the
-    boot-time re-apply script of the C(roce) role runs the same engine on the same plan.
+  - The input is the C(interfaces) list of the node's RoCE plan, C(gpufabric_node_plan.roce), which
+    the C(gpufabric.rollout.plan) role computes and checks; the boot-time re-apply script of the
+    C(roce) role runs the same engine on the same plan.
 author:
   - gpufabric.rollout contributors (@gpufabric)
 attributes:
@@ -31,13 +32,11 @@ attributes:
   diff_mode:
     support: full
     description: Returns the per-interface state before and after.
-  platform:
-    platforms: posix
-    support: full
-    description: Linux hosts with mlx5 NICs; paths are taken below O(sysroot).
+extends_documentation_fragment:
+  - gpufabric.rollout.sysroot
 options:
   interfaces:
-    description: Desired state per netdev, as built by the P(gpufabric.rollout.roce_plan#filter) filter.
+    description: Desired state per netdev, as planned in C(gpufabric_node_plan.roce.interfaces).
     type: list
     elements: dict
     required: true
@@ -123,10 +122,6 @@ options:
     type: str
     choices: [auto, mlnx_qos, dcb]
     default: auto
-  sysroot:
-    description: Root under which C(/sys) paths are read and written.
-    type: path
-    default: /
 notes:
   - Runtime settings do not survive a reboot or driver reload; the C(roce) role installs a boot
     service that re-applies the same plan.
@@ -135,9 +130,9 @@ notes:
 EXAMPLES = r"""
 - name: Apply lossless RoCE to the rail NICs
   gpufabric.rollout.roce_qos:
-    interfaces: "{{ (gpufabric_fabric | gpufabric.rollout.roce_plan({}, gpufabric_topology)).interfaces }}"
-    backend: auto
-    sysroot: "{{ gpufabric_sysroot | default('/') }}"
+    interfaces: "{{ gpufabric_node_plan.roce.interfaces }}"
+    backend: "{{ gpufabric_node_plan.roce.backend }}"
+    sysroot: "{{ gpufabric_node_plan.roce.sysroot }}"
 """
 
 RETURN = r"""
@@ -164,12 +159,11 @@ warnings_list:
   elements: str
 """
 
-import shutil
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils._qos import (
-    HostIO,
+from ansible_collections.gpufabric.rollout.plugins.module_utils._host import Host, Runner, Sysroot
+from ansible_collections.gpufabric.rollout.plugins.module_utils._qos_engine import (
+    ENGINE_ERRORS,
     QosError,
     run_plan_interfaces,
 )
@@ -199,14 +193,20 @@ IFACE_SPEC = dict(
 )
 
 
-def make_io(module):
-    def run(argv):
-        return module.run_command(argv, environ_update={"LC_ALL": "C"})
-
-    def which(name):
-        return module.get_bin_path(name) or shutil.which(name)
-
-    return HostIO(run=run, which=which, sysroot=module.params["sysroot"])
+def run(params, io, check_mode):
+    """The module's result for ``params``; QosError, CommandError or ParseError when it cannot."""
+    for iface in params["interfaces"]:
+        if len(iface["pfc"]) != 8 or any(v not in (0, 1) for v in iface["pfc"]):
+            raise QosError(f"interfaces[{iface['netdev']}].pfc must list 8 values of 0 or 1")
+    out = run_plan_interfaces(params["interfaces"], params["backend"], io, check_mode)
+    diff = {side: {i["netdev"]: i[side] for i in out["interfaces"]} for side in ("before", "after")}
+    return dict(
+        changed=out["changed"],
+        backend=out["backend"],
+        interfaces=out["interfaces"],
+        warnings_list=out["warnings"],
+        diff=diff,
+    )
 
 
 def main():
@@ -218,32 +218,13 @@ def main():
         ),
         supports_check_mode=True,
     )
-    result = dict(changed=False, backend=None, interfaces=[], warnings_list=[])
-    error = None
-    for iface in module.params["interfaces"]:
-        if len(iface["pfc"]) != 8 or any(v not in (0, 1) for v in iface["pfc"]):
-            error = f"interfaces[{iface['netdev']}].pfc must list 8 values of 0 or 1"
-    if error is None:
-        try:
-            out = run_plan_interfaces(
-                module.params["interfaces"], module.params["backend"], make_io(module), module.check_mode
-            )
-            result.update(
-                changed=out["changed"],
-                backend=out["backend"],
-                interfaces=out["interfaces"],
-                warnings_list=out["warnings"],
-            )
-            result["diff"] = dict(
-                before={i["netdev"]: i["before"] for i in out["interfaces"]},
-                after={i["netdev"]: i["after"] for i in out["interfaces"]},
-            )
-            for warning in out["warnings"]:
-                module.warn(warning)
-        except (QosError, OSError) as exc:
-            error = str(exc)
-    if error is not None:
-        module.fail_json(msg=error, **result)
+    io = Host(Sysroot(module.params["sysroot"]), Runner.for_module(module))
+    try:
+        result = run(module.params, io, module.check_mode)
+    except ENGINE_ERRORS as exc:
+        module.fail_json(msg=str(exc), changed=False, backend=None, interfaces=[], warnings_list=[])
+    for warning in result["warnings_list"]:
+        module.warn(warning)
     module.exit_json(**result)
 
 

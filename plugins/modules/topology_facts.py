@@ -58,14 +58,8 @@ options:
     default: false
 extends_documentation_fragment:
   - gpufabric.rollout.read_only
-attributes:
-  platform:
-    platforms: posix
-    support: full
-    description: Linux hosts (sysfs); any host for an unpacked snapshot.
-  facts:
-    support: full
-    description: Returns C(ansible_facts.gpufabric_topology).
+  - gpufabric.rollout.sysroot
+  - gpufabric.rollout.facts
 notes:
   - Run as root for complete PCI config spaces; non-root reads stop at 64 bytes, and port types
     are then inferred from the tree and ACS state is unknown.
@@ -130,44 +124,53 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpufabric.rollout.plugins.module_utils._host import Runner, Sysroot
 from ansible_collections.gpufabric.rollout.plugins.module_utils._ncclxml import render_nccl_topo_xml
+from ansible_collections.gpufabric.rollout.plugins.module_utils._parse import ParseError
 from ansible_collections.gpufabric.rollout.plugins.module_utils._topology import (
     TopologyError,
     discover,
-    format_report,
     validate_sysroot,
 )
+from ansible_collections.gpufabric.rollout.plugins.module_utils._topology_parsers import parse_topo_matrix
+from ansible_collections.gpufabric.rollout.plugins.module_utils._topology_report import format_report
+
+SNAPSHOT_MATRIX = "nvidia-smi-topo-m.txt"
 
 
-class Runner:
-    """Runs external commands; tests replace it."""
-
-    def __init__(self, module):
-        self.module = module
-
-    def which(self, name):
-        return self.module.get_bin_path(name)
-
-    def run(self, argv):
-        return self.module.run_command(argv, environ_update={"LC_ALL": "C"})
-
-
-def topo_text(params, runner):
-    """(matrix text or None, source) following the nvidia_smi option."""
+def topo_text(params, sr, runner):
+    """(matrix text or None, source, where it came from) following the nvidia_smi option."""
     mode = params["nvidia_smi"]
-    sysroot = params["sysroot"]
-    snap = os.path.join(sysroot, "nvidia-smi-topo-m.txt")
-    if mode in ("auto", "file") and os.path.isfile(snap):
-        with open(snap, encoding="utf-8", errors="replace") as fh:
-            return fh.read(), "file"
-    live = os.path.realpath(sysroot) == "/"
-    if mode == "command" or (mode == "auto" and live):
+    if mode in ("auto", "file") and sr.isfile(SNAPSHOT_MATRIX):
+        return sr.text(SNAPSHOT_MATRIX), "file", sr.path(SNAPSHOT_MATRIX)
+    if mode == "command" or (mode == "auto" and os.path.realpath(sr.root) == "/"):
         binary = runner.which("nvidia-smi")
         if binary:
             rc, out, _err = runner.run([binary, "topo", "-m"])
             if rc == 0 and out:
-                return out, "command"
-    return None, "none"
+                return out, "command", "nvidia-smi topo -m"
+    return None, "none", None
+
+
+def run(params, runner):
+    """The module's result (without changed) for ``params``; TopologyError or ParseError when it cannot."""
+    validate_sysroot(params["sysroot"])
+    sr = Sysroot(params["sysroot"])
+    text, source, origin = topo_text(params, sr, runner)
+    if text is not None:
+        try:
+            parse_topo_matrix(text)
+        except ParseError as exc:
+            raise exc.within(f"{origin} (GPU/NIC matrix of this host)") from None
+    facts = discover(params["sysroot"], text, params["storage_nics"])
+    result = {
+        "ansible_facts": {"gpufabric_topology": facts},
+        "report": format_report(facts),
+        "nvidia_smi_source": source,
+    }
+    if params["nccl_topo_xml"]:
+        result["nccl_topo_xml"] = render_nccl_topo_xml(facts)
+    return result
 
 
 def main():
@@ -180,22 +183,14 @@ def main():
         ),
         supports_check_mode=True,
     )
-    params = module.params
-    result = dict(changed=False)
     error = None
+    result = dict(changed=False)
     try:
-        validate_sysroot(params["sysroot"])
-        text, source = topo_text(params, Runner(module))
-        facts = discover(params["sysroot"], text, params["storage_nics"])
-        result["ansible_facts"] = {"gpufabric_topology": facts}
-        result["report"] = format_report(facts)
-        result["nvidia_smi_source"] = source
-        if params["nccl_topo_xml"]:
-            result["nccl_topo_xml"] = render_nccl_topo_xml(facts)
-    except TopologyError as exc:
+        result.update(run(module.params, Runner.for_module(module)))
+    except (TopologyError, ParseError) as exc:
         error = str(exc)
     except OSError as exc:
-        error = f"cannot read the sysroot {params['sysroot']}: {exc}"
+        error = f"cannot read the sysroot {module.params['sysroot']}: {exc}"
     if error:
         module.fail_json(msg=error, **result)
     module.exit_json(**result)

@@ -76,6 +76,10 @@ options:
         description: The output of C(all_reduce_perf).
         type: str
         required: true
+      source:
+        description: Where the figures come from (for example the Job and the launcher Pod whose log this is); shown
+          with every check of the run.
+        type: str
   gds:
     description: gdsio runs, one per node, filesystem and direction.
     type: list
@@ -111,6 +115,57 @@ options:
         description: The probe's JSON.
         type: str
         required: true
+  checks:
+    description:
+      - Checks made elsewhere, already in the report's shape, for example the host read-back
+        (P(gpufabric.rollout.validate_readback#filter)); they join the report, its JUnit and the failure list.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      id:
+        description: A unique id.
+        type: str
+        required: true
+      category:
+        description: The report section.
+        type: str
+        required: true
+        choices: [host, rdma, nccl, gds, gpu]
+      node:
+        description: The node (or nodes) checked.
+        type: str
+        required: true
+      subject:
+        description: What on the node (a NIC, a file, a module).
+        type: str
+        required: true
+      name:
+        description: The setting or figure.
+        type: str
+        required: true
+      measured:
+        description: What was found.
+        type: raw
+      expected:
+        description: What the plan or the hardware says.
+        type: raw
+      threshold:
+        description: The gate (equal to C(expected) for exact checks).
+        type: raw
+      fraction:
+        description: The gate's fraction of C(expected), for figures.
+        type: float
+      unit:
+        description: The unit of the figures.
+        type: str
+      passed:
+        description: Whether the check passed.
+        type: bool
+        required: true
+      detail:
+        description: Where the value was read, or why it failed.
+        type: str
   host_links:
     description: Add a check per GPU and RDMA NIC that its PCIe link runs at its maximum.
     type: bool
@@ -204,6 +259,8 @@ def evaluate(params):
     if params["host_links"]:
         for node in sorted(topo):
             checks.extend(_gates.link_checks(node, topo[node] or {}))
+    for given in params.get("checks") or []:
+        checks.append(dict(given, detail=given.get("detail") or "", unit=given.get("unit") or ""))
     for run in params["rdma"]:
         try:
             result = _perftest.parse(run["output"])
@@ -225,7 +282,7 @@ def evaluate(params):
             checks.append(_unreadable("nccl", ",".join(run["nodes"]), run["name"], "all-reduce", exc))
             continue
         expected = _gates.nccl_expected_gbs([topo.get(n) or {} for n in run["nodes"]], g["nccl_efficiency"])
-        found = _gates.nccl_checks(run["name"], result, expected, g)
+        found = _gates.nccl_checks(run["name"], result, expected, g, source=run.get("source") or "", nodes=run["nodes"])
         checks.extend(found)
         series["nccl"].append(
             {
@@ -322,6 +379,7 @@ def main():
                     "name": {"type": "str", "required": True},
                     "nodes": {"type": "list", "elements": "str", "required": True},
                     "output": {"type": "str", "required": True},
+                    "source": {"type": "str"},
                 },
             },
             "gds": {
@@ -340,6 +398,29 @@ def main():
                 "elements": "dict",
                 "default": [],
                 "options": {"node": {"type": "str", "required": True}, "output": {"type": "str", "required": True}},
+            },
+            "checks": {
+                "type": "list",
+                "elements": "dict",
+                "default": [],
+                "options": {
+                    "id": {"type": "str", "required": True},
+                    "category": {
+                        "type": "str",
+                        "required": True,
+                        "choices": [c[0] for c in _validate_report.CATEGORIES],
+                    },
+                    "node": {"type": "str", "required": True},
+                    "subject": {"type": "str", "required": True},
+                    "name": {"type": "str", "required": True},
+                    "measured": {"type": "raw"},
+                    "expected": {"type": "raw"},
+                    "threshold": {"type": "raw"},
+                    "fraction": {"type": "float"},
+                    "unit": {"type": "str"},
+                    "passed": {"type": "bool", "required": True},
+                    "detail": {"type": "str"},
+                },
             },
             "host_links": {"type": "bool", "default": True},
             "gates": {"type": "dict", "default": {}},

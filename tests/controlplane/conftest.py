@@ -9,7 +9,6 @@ folder exists. The cluster is stopped and removed at the end.
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Dict
@@ -17,42 +16,13 @@ from typing import Any, Dict
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from controlplane_support import CRDS, NODES, REPO, Cluster
+from controlplane_support import CRDS, NODES, REPO, Cluster, private_cluster
 
 
 @pytest.fixture(scope="session")
 def cluster(tmp_path_factory) -> Cluster:
-    state = tmp_path_factory.mktemp("kube")
-    build = subprocess.run(
-        [str(REPO / "lab" / "controlplane" / "build.sh")], capture_output=True, text=True, check=False
-    )
-    if build.returncode != 0:
-        pytest.fail("the control plane binaries could not be built:\n" + build.stderr[-3000:])
-    c = Cluster(state, Path(build.stdout.strip()), tmp_path_factory.mktemp("sysroots"))
-    started = c.kube_sh("start", check=False)
-    if started.returncode != 0:
-        pytest.fail("lab/kube.sh start failed:\n" + started.stderr[-3000:])
-    try:
-        subprocess.run(
-            [
-                sys.executable,
-                str(REPO / "lab" / "cluster" / "nodes.py"),
-                "--kubeconfig",
-                str(c.admin),
-                "--sysroots",
-                str(c.sysroots),
-                *(f"{name}={snapshot}" for name, snapshot in NODES.items()),
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        if CRDS.is_dir():
-            c.kubectl("apply", "--server-side", "-f", str(CRDS))
-            c.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
+    with private_cluster(tmp_path_factory.mktemp("kube"), tmp_path_factory.mktemp("sysroots"), NODES) as c:
         yield c
-    finally:
-        c.kube_sh("stop", "--purge", check=False)
 
 
 @pytest.fixture(scope="session")
@@ -73,12 +43,32 @@ def topology(cluster) -> Dict[str, Dict[str, Any]]:
 @pytest.fixture(scope="session")
 def plan(topology) -> Dict[str, Any]:
     """The cluster plan the network_operator and rdma_networks roles apply for the two nodes."""
+    from ansible_collections.gpufabric.rollout.plugins.action.plan import load_specs
     from ansible_collections.gpufabric.rollout.plugins.module_utils._cluster_plan import plan_cluster
+    from ansible_collections.gpufabric.rollout.plugins.module_utils._intent import check
+    from ansible_collections.gpufabric.rollout.plugins.module_utils._plan_node import fabric_of
 
+    # The variables as the plan hands them to the planner: checked, the specs' defaults filled in.
+    specs = load_specs(str(REPO))["plan"]
+    spec = {"gpufabric_rails": specs["cluster_intent"]["gpufabric_rails"]}
+    spec["gpufabric_fabric"] = specs["node_intent"]["gpufabric_fabric"]
+    values, problems = check(
+        spec,
+        {
+            "gpufabric_rails": {
+                "supernet": "10.200.0.0/16",
+                "rail_prefix": 20,
+                "block_size": 32,
+                "nad_namespace": "gpu-workloads",
+            },
+            "gpufabric_fabric": {"transport": "roce", "rdma_netns_mode": "shared", "mtu": 9000},
+        },
+    )
+    assert not problems, problems
     return plan_cluster(
-        {"supernet": "10.200.0.0/16", "rail_prefix": 20, "block_size": 32, "nad_namespace": "gpu-workloads"},
+        values["gpufabric_rails"],
         topology,
         {"pod": "10.244.0.0/16", "service": "10.96.0.0/12"},
-        {"transport": "roce", "rdma_netns_mode": "shared", "mtu": 9000},
+        fabric_of(values),
         "2.27.3",
     )

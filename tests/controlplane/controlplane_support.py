@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional
 
 import pytest
 
@@ -84,3 +85,47 @@ class Cluster:
         from kubernetes import config
 
         return config.new_client_from_config(config_file=str(kubeconfig or self.admin))
+
+
+def controlplane_binaries() -> Path:
+    """The cached control plane binaries (lab/controlplane/build.sh builds them once per machine)."""
+    build = subprocess.run(
+        [str(REPO / "lab" / "controlplane" / "build.sh")], capture_output=True, text=True, check=False
+    )
+    if build.returncode != 0:
+        pytest.fail("the control plane binaries could not be built:\n" + build.stderr[-3000:])
+    return Path(build.stdout.strip())
+
+
+@contextlib.contextmanager
+def private_cluster(state: Path, sysroots: Path, nodes: Mapping[str, str]) -> Iterator[Cluster]:
+    """A lab control plane of its own (lab/kube.sh in `state`), with `nodes` ({Node name: snapshot})
+    registered from their hardware snapshots and the upstream CRDs installed when ../shared/crds
+    exists; stopped and removed on exit."""
+    c = Cluster(state, controlplane_binaries(), sysroots)
+    started = c.kube_sh("start", check=False)
+    if started.returncode != 0:
+        pytest.fail("lab/kube.sh start failed:\n" + started.stderr[-3000:])
+    try:
+        registered = subprocess.run(
+            [
+                sys.executable,
+                str(REPO / "lab" / "cluster" / "nodes.py"),
+                "--kubeconfig",
+                str(c.admin),
+                "--sysroots",
+                str(c.sysroots),
+                *(f"{name}={snapshot}" for name, snapshot in nodes.items()),
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if registered.returncode != 0:
+            pytest.fail("lab/cluster/nodes.py failed:\n" + registered.stderr[-3000:])
+        if CRDS.is_dir():
+            c.kubectl("apply", "--server-side", "-f", str(CRDS))
+            c.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
+        yield c
+    finally:
+        c.kube_sh("stop", "--purge", check=False)

@@ -259,10 +259,11 @@ def test_stage_list_is_consistent():
     names = [s["name"] for s in STAGES["gpufabric_awx_stages"]]
     assert names == ["plan", "hosts", "cluster", "validate", "upgrade", "snapshot"]
     for stage in STAGES["gpufabric_awx_stages"]:
-        for role in stage["roles"]:
-            assert (REPO_ROOT / "roles" / role / "meta" / "argument_specs.yml").is_file(), (
-                f"{stage['name']}: role {role}"
-            )
+        for item in stage["roles"]:
+            role, _sep, entry = item.partition(":")
+            path = REPO_ROOT / "roles" / role / "meta" / "argument_specs.yml"
+            assert path.is_file(), f"{stage['name']}: role {role}"
+            assert (entry or "main") in yaml.safe_load(path.read_text())["argument_specs"], f"{stage['name']}: {item}"
         assert set(stage["credentials"]) <= {"machine", "kubeconfig"}
     for item in STAGES["gpufabric_awx_intent_roles"]:
         role, _sep, entry = item.partition(":")

@@ -9,23 +9,21 @@ from pathlib import Path
 
 import pytest
 import yaml
+from intent_support import cluster_plan
 from netaddr import IPNetwork
 from validate import _SCHEMAS, validate
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils._cluster_plan import (
-    plan_cluster,
-    render_files,
-    report_text,
-)
+from ansible_collections.gpufabric.rollout.plugins.module_utils._cluster_objects import render_files
+from ansible_collections.gpufabric.rollout.plugins.module_utils._cluster_report import report_text
 
 CASES = yaml.safe_load((Path(__file__).parent / "cases" / "plans.yml").read_text())
-FABRIC = {"mtu": 9000, "roce_tos": 106, "rdma_netns_mode": "shared"}
 
 
 def _plan(case, dgx, mixed):
     facts = dgx if case["cluster"] == "dgx" else mixed
-    fabric = dict(FABRIC, **(case.get("fabric") or {}))
-    return facts, plan_cluster(case["intent"], facts, case.get("cidrs"), fabric, case.get("nccl_version", "2.27.3"))
+    return facts, cluster_plan(
+        case["intent"], facts, case.get("cidrs"), case.get("fabric"), case.get("nccl_version", "2.27.3")
+    )
 
 
 def _all(plan):
@@ -77,7 +75,7 @@ def _device_plugin_entries(policy):
 
 
 def test_dgx_selectors_match_discovered_nics(dgx):
-    plan = plan_cluster({"supernet": "10.200.0.0/16"}, dgx, {}, FABRIC, "2.27.3")
+    plan = cluster_plan({"supernet": "10.200.0.0/16"}, dgx, {}, None, "2.27.3")
     entries = _device_plugin_entries(plan["objects"]["network_operator"][0])
     assert [e["resourceName"] for e in entries] == ["rail%d" % i for i in range(8)]
     for entry in entries:
@@ -95,9 +93,7 @@ def test_dgx_selectors_match_discovered_nics(dgx):
 
 
 def test_dgx_nads_pools_and_nccl(dgx):
-    plan = plan_cluster(
-        {"supernet": "10.200.0.0/16", "block_size": 64}, dgx, {"pod": "10.244.0.0/16"}, FABRIC, "2.27.3"
-    )
+    plan = cluster_plan({"supernet": "10.200.0.0/16", "block_size": 64}, dgx, {"pod": "10.244.0.0/16"}, None, "2.27.3")
     objs = {(o["kind"], o["metadata"]["name"]): o for o in plan["objects"]["rdma_networks"]}
     example = dgx["gpu-node-1"]
     for rail in plan["rails"]:
@@ -130,7 +126,7 @@ def test_dgx_nads_pools_and_nccl(dgx):
 
 def test_mixed_cluster_node_policies_select_their_group(mixed):
     rails = [{"rail": 0}, {"rail": 1}] + [{"rail": r, "node_groups": ["h200-connectx-7-8r"]} for r in range(2, 8)]
-    plan = plan_cluster({"supernet": "10.200.0.0/16", "rails": rails}, mixed, {}, FABRIC, "2.27.3")
+    plan = cluster_plan({"supernet": "10.200.0.0/16", "rails": rails}, mixed, {}, None, "2.27.3")
     ncp, *nnps = plan["objects"]["network_operator"]
     assert "rdmaSharedDevicePlugin" not in ncp["spec"]
     by_group = {p["spec"]["nodeSelector"]["gpufabric.io/node-group"]: p for p in nnps}
@@ -154,7 +150,7 @@ def test_mixed_cluster_node_policies_select_their_group(mixed):
 
 
 def test_old_nccl_gets_gid_script(dgx):
-    plan = plan_cluster({"supernet": "10.200.0.0/16"}, dgx, {}, FABRIC, "2.18.5")
+    plan = cluster_plan({"supernet": "10.200.0.0/16"}, dgx, {}, None, "2.18.5")
     env = plan["nccl"]["h200-connectx-7-8r"]
     assert env["GPUFABRIC_NCCL_GID_SCRIPT"].endswith("find-gid-index.sh")
     cm = next(o for o in plan["objects"]["rdma_networks"] if o["metadata"]["name"] == "nccl-gid-index")
@@ -162,7 +158,7 @@ def test_old_nccl_gets_gid_script(dgx):
 
 
 def test_report_lists_rails_pools_nads(dgx):
-    plan = plan_cluster({"supernet": "10.200.0.0/16"}, dgx, {}, FABRIC, "2.27.3")
+    plan = cluster_plan({"supernet": "10.200.0.0/16"}, dgx, {}, None, "2.27.3")
     text = report_text(plan)
     for rail in plan["rails"]:
         line = next(ln for ln in text.splitlines() if ln.strip().startswith(rail["name"] + " "))

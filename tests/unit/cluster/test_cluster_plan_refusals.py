@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from intent_support import cluster_plan
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils._cluster_plan import ClusterPlanError, plan_cluster
+from ansible_collections.gpufabric.rollout.plugins.module_utils._cluster_intent import ClusterPlanError
 
 CASES = yaml.safe_load((Path(__file__).parent / "cases" / "refusals.yml").read_text())
-FABRIC = {"mtu": 9000, "roce_tos": 106, "rdma_netns_mode": "shared"}
 
 
 def _intent(case, facts):
@@ -45,9 +45,8 @@ def _mutate(facts, mutations):
 def test_refusal_names_rail_and_numbers(case, dgx, mixed):
     facts = dgx if case["cluster"] == "dgx" else mixed
     _mutate(facts, case.get("facts"))
-    fabric = dict(FABRIC, **(case.get("fabric") or {}))
     with pytest.raises(ClusterPlanError) as err:
-        plan_cluster(_intent(case, facts), facts, case.get("cidrs"), fabric, "2.27.3")
+        cluster_plan(_intent(case, facts), facts, case.get("cidrs"), case.get("fabric"))
     assert str(err.value) == case["message"]
 
 
@@ -56,5 +55,5 @@ def test_refusal_names_rail_and_numbers(case, dgx, mixed):
 )
 def test_same_intent_plans_without_the_fault(case, dgx):
     """The refusal comes from the fault injected into the facts, not from the intent itself."""
-    plan = plan_cluster(_intent(case, dgx), dgx, case.get("cidrs"), FABRIC, "2.27.3")
+    plan = cluster_plan(_intent(case, dgx), dgx, case.get("cidrs"))
     assert len(plan["rails"]) == 8

@@ -4,6 +4,7 @@ granted, and every permission granted is one a role (or the lab's operator chart
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 from pathlib import Path
 from typing import Any, Dict, List
@@ -11,15 +12,33 @@ from typing import Any, Dict, List
 import jinja2
 import pytest
 import yaml
+from intent_support import cluster_plan
 
 from ansible_collections.gpufabric.rollout.plugins.filter.cluster_plan import FilterModule
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _k8s_access
-from ansible_collections.gpufabric.rollout.plugins.module_utils._cluster_plan import plan_cluster
+from ansible_collections.gpufabric.rollout.plugins.module_utils import _k8s_access, _k8s_publish, _validate_jobs
 
 REPO = Path(__file__).resolve().parents[3]
 RBAC = REPO / "docs" / "rbac" / "gpufabric-rollout.yaml"
 CHART = REPO / "lab" / "charts" / "network-operator" / "templates"
 CIDRS = {"pod": "10.244.0.0/16", "service": "10.96.0.0/12"}
+
+
+def _storage_support():
+    """tests/unit/storage/storage_support.py (the lab's storage intent, planned), loaded by path."""
+    spec = importlib.util.spec_from_file_location(
+        "storage_support_for_access", REPO / "tests/unit/storage/storage_support.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def storage_plan() -> Dict[str, Any]:
+    """The cluster's storage plan of the lab's storage intent: every backend, StorageClasses and static volumes."""
+    support = _storage_support()
+    specs = support.PLAN.load_specs(str(REPO))
+    return support.cluster_plan(lambda scope, variables: support.PLAN.check(specs, scope, variables))["storage"]
 
 
 def test_expand_checks_each_verb_and_resource_once():
@@ -75,7 +94,7 @@ def test_missing_message_names_who_each_verb_resource_and_scope():
 
 
 def test_apply_rules_follow_the_planned_objects(dgx):
-    plan = plan_cluster({"supernet": "10.200.0.0/16", "nad_namespace": "gpu-workloads"}, dgx, CIDRS, {"mtu": 9000})
+    plan = cluster_plan({"supernet": "10.200.0.0/16", "nad_namespace": "gpu-workloads"}, dgx, CIDRS, {"mtu": 9000})
     rules = FilterModule().filters()["k8s_apply_rules"](plan["objects"]["rdma_networks"])
     assert rules == [
         {
@@ -106,6 +125,43 @@ def test_apply_rules_follow_the_planned_objects(dgx):
             "namespace": "",
         }
     ]
+
+
+def test_apply_rules_name_the_storage_kinds(storage_plan):
+    objects = [o for part in storage_plan["objects"].values() for o in part]
+    rules = _k8s_access.apply_rules(objects)
+    assert [(r["api_group"], r["resources"][0], r["namespace"]) for r in rules] == [
+        ("storage.k8s.io", "storageclasses", ""),
+        ("", "secrets", "csi-driver-nfs"),
+        ("", "persistentvolumes", ""),
+        ("", "persistentvolumeclaims", "default"),
+        ("csi.ibm.com", "csiscaleoperators", "ibm-spectrum-scale-csi-driver"),
+    ]
+    assert all(r["verbs"] == ["get", "create", "patch"] for r in rules)
+
+
+def test_helm_release_rules_per_namespace():
+    assert _k8s_access.helm_release_rules([]) == []
+    assert _k8s_access.helm_release_rules(["csi-wekafs", "csi-driver-nfs", "csi-wekafs"]) == [
+        {"api_group": "", "resources": ["namespaces"], "verbs": ["get", "create"], "namespace": ""},
+        {
+            "api_group": "",
+            "resources": ["secrets"],
+            "verbs": ["get", "list", "create", "update", "delete"],
+            "namespace": "csi-driver-nfs",
+        },
+        {
+            "api_group": "",
+            "resources": ["secrets"],
+            "verbs": ["get", "list", "create", "update", "delete"],
+            "namespace": "csi-wekafs",
+        },
+    ]
+
+
+def test_apply_rules_refuse_a_kind_of_another_group():
+    with pytest.raises(_k8s_access.AccessRuleError, match=r"no resource name known for example\.io/v1 StorageClass"):
+        _k8s_access.apply_rules([{"apiVersion": "example.io/v1", "kind": "StorageClass", "metadata": {"name": "s"}}])
 
 
 def test_apply_rules_refuse_an_unknown_kind():
@@ -170,14 +226,29 @@ def _role_vars(role: str, table: str) -> Any:
     return render(raw)
 
 
+def _validate_checks(plan: Dict[str, Any]) -> List[Dict[str, str]]:
+    """validate's NCCL Jobs, as its access check asks: applying the Job set of the plan's node group,
+    and its own table (cleanup, logs) in the Jobs' namespace."""
+    nodes = {n: n for g in plan["node_groups"] for n in g["nodes"]}
+    options = {"image": "i", "binary": "/b", "min_bytes": "1M", "max_bytes": "8G", "iters": 20, "timeout": 900}
+    options.update(ssh_port=2222, keep_jobs=False)
+    jobs = _validate_jobs.job_set(plan, nodes, options)["jobs"]
+    assert jobs, "the DGX plan gives a Job"
+    objects = [o for job in jobs for o in job["objects"]] + [_validate_jobs.secret(j, "", "") for j in jobs]
+    access = _role_vars("validate", "__validate_access")
+    namespaced = [dict(rule, namespace=jobs[0]["namespace"]) for part in access.values() for rule in part]
+    return _k8s_access.expand(_k8s_access.apply_rules(objects) + namespaced)
+
+
 @pytest.fixture(scope="module")
-def role_checks(dgx_cluster, mixed_cluster) -> Dict[str, List[Dict[str, str]]]:
-    """Every check each role can make (every option on), over plans that use every kind."""
+def role_checks(dgx_cluster, mixed_cluster, storage_plan) -> Dict[str, List[Dict[str, str]]]:
+    """Every check each role can make (every option on; storage_csi with the drivers installed by an
+    administrator, storage_csi_install_drivers false), over plans that use every kind."""
     # Mixed hardware: NicNodePolicies, one per node group.
     mixed_rails = [{"rail": 0}, {"rail": 1}] + [{"rail": r, "node_groups": ["h200-connectx-7-8r"]} for r in range(2, 8)]
-    plans = [plan_cluster({"supernet": "10.200.0.0/16", "rails": mixed_rails}, mixed_cluster, CIDRS, {"mtu": 9000})]
+    plans = [cluster_plan({"supernet": "10.200.0.0/16", "rails": mixed_rails}, mixed_cluster, CIDRS, {"mtu": 9000})]
     plans += [
-        plan_cluster(
+        cluster_plan(
             {"supernet": "10.200.0.0/16", "ipam": ipam, "nad_type": nad_type},
             dgx_cluster,
             CIDRS,
@@ -190,17 +261,24 @@ def role_checks(dgx_cluster, mixed_cluster) -> Dict[str, List[Dict[str, str]]]:
         ]
     ]
     out: Dict[str, List[Dict[str, Any]]] = {}
+    out["validate"] = _validate_checks(plans[1])
     for role, table in [
         ("network_operator", "__network_operator_access"),
         ("rdma_networks", "__rdma_networks_access"),
         ("sriov_networks", "__sriov_networks_access"),
-        ("doca_ofed", "__doca_ofed_drain_access"),
+        ("node_maintenance", "__node_maintenance_access"),
+        ("plan", "__plan_upgrade_access"),
         ("gpu_operator", "__gpu_operator_access"),
+        ("storage_csi", "__storage_csi_access"),
     ]:
         access = _role_vars(role, table)
         rules = access if isinstance(access, list) else [r for part in access.values() for r in part]
+        prune = yaml.safe_load((REPO / "roles" / role / "vars" / "main.yml").read_text()).get(f"__{role}_prune")
+        rules += _k8s_publish.prune_rules(prune or [])
         for plan in plans:
             rules += _k8s_access.apply_rules(plan["objects"].get(role, []))
+        if role == "storage_csi":
+            rules += _k8s_access.apply_rules([o for part in storage_plan["objects"].values() for o in part])
         out[role] = _k8s_access.expand(rules)
     return out
 
@@ -210,7 +288,19 @@ def shipped() -> Rbac:
     return Rbac(yaml.safe_load(RBAC.read_text())["items"])
 
 
-@pytest.mark.parametrize("role", ["network_operator", "rdma_networks", "sriov_networks", "doca_ofed", "gpu_operator"])
+@pytest.mark.parametrize(
+    "role",
+    [
+        "network_operator",
+        "rdma_networks",
+        "sriov_networks",
+        "node_maintenance",
+        "plan",
+        "gpu_operator",
+        "validate",
+        "storage_csi",
+    ],
+)
 def test_the_shipped_rbac_grants_what_each_role_checks(role, role_checks, shipped):
     denied = [_k8s_access.describe(c) for c in role_checks[role] if not shipped.allows(c)]
     assert denied == []

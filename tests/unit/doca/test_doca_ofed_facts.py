@@ -7,19 +7,23 @@ from pathlib import Path
 
 import pytest
 
+from ansible_collections.gpufabric.rollout.plugins.module_utils._host import Runner, Sysroot
 from ansible_collections.gpufabric.rollout.plugins.modules import doca_ofed_facts
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
-class FakeRunner:
-    def __init__(self, outputs):
-        self.outputs = outputs
-        self.calls = []
+def fake_runner(outputs):
+    """A Runner whose tools print ``outputs[name]`` (rc 0), or fail (rc 1) when that is None."""
+    calls = []
 
-    def output(self, name, args):
-        self.calls.append([name, *args])
-        return self.outputs.get(name)
+    def run(argv):
+        name = Path(argv[0]).name
+        calls.append([name, *argv[1:]])
+        out = outputs.get(name)
+        return (1, "", "failed") if out is None else (0, out, "")
+
+    return Runner(run=run, which=lambda name: f"/usr/bin/{name}"), calls
 
 
 def _tree(root: Path, modules=(), ib_devices=(), mlx5_version=None):
@@ -58,14 +62,35 @@ def _tree(root: Path, modules=(), ib_devices=(), mlx5_version=None):
     ],
 )
 def test_gather(tmp_path, tree, ofed_info, installed, kind, loaded, loaded_release):
-    runner = FakeRunner(
+    runner, calls = fake_runner(
         {
             "ofed_info": (FIXTURES / "ofed_info" / ofed_info).read_text() if ofed_info else None,
             "dkms": (FIXTURES / "dkms" / "dkms3.txt").read_text(),
         }
     )
-    facts = doca_ofed_facts.gather(_tree(tmp_path, **tree), installed, runner)
+    facts = doca_ofed_facts.gather(Sysroot(_tree(tmp_path, **tree)), installed, runner)
     assert (facts["kind"], facts["loaded"], facts["loaded_release"]) == (kind, loaded, loaded_release)
-    assert ["ofed_info", "-s"] in runner.calls and ["dkms", "status"] in runner.calls
+    assert ["ofed_info", "-s"] in calls and ["dkms", "status"] in calls
     assert [e["module"] for e in facts["dkms"]] == ["mlnx-nfsrdma", "mlnx-ofed-kernel", "nvidia"]
     assert facts["modules"]["rdma_devices"] == sorted(tree.get("ib_devices", []))
+
+
+def test_gather_reads_garbage_leniently(tmp_path):
+    """ofed_info and dkms output that is not recognised leaves facts unknown; it never fails."""
+    runner, _calls = fake_runner({"ofed_info": "\x00\ufffd garbage: 12\n", "dkms": "Error! no dkms.conf: x\n,,:\n"})
+    root = _tree(tmp_path, modules=["ib_core"], mlx5_version="\ufffd\n")
+    facts = doca_ofed_facts.gather(Sysroot(root), {"mlnx-ofed-kernel-dkms": "not a version"}, runner)
+    assert facts["ofed_info"] is None and facts["dkms"] == []
+    assert (facts["kind"], facts["installed_release"], facts["loaded"]) == ("mlnx_ofed", None, "inbox")
+
+
+def test_gather_reads_sysfs_through_the_sysroot(tmp_path):
+    """Absolute links in a captured tree resolve inside the sysroot, not on the controller."""
+    root = Path(_tree(tmp_path / "root", modules=["mlx_compat"], mlx5_version="24.10-1.1.4"))
+    (root / "sys/class/infiniband").mkdir(parents=True)
+    (root / "sys/devices/mlx5_0").mkdir(parents=True)
+    (root / "sys/class/infiniband/mlx5_0").symlink_to("/sys/devices/mlx5_0")
+    runner, _calls = fake_runner({})
+    facts = doca_ofed_facts.gather(Sysroot(str(root)), {}, runner)
+    assert facts["modules"]["rdma_devices"] == ["mlx5_0"]
+    assert (facts["loaded"], facts["loaded_release"]) == ("ofed", "24.10-1.1.4")

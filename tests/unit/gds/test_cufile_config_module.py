@@ -101,3 +101,36 @@ def test_unknown_filesystem_refused_by_argument_spec(tmp_path, cufile):
     result = run_module(tmp_path, {"path": str(cufile), "filesystems": {"zfs": {"a": 1}}})
     assert result.get("failed") and "zfs" in result["msg"]
     assert cufile.read_bytes() == SHIPPED.read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda text: text.replace('"level": "ERROR"', '"level": "ERROR'), "unterminated string"),
+        (
+            lambda text: text.replace('"nvtx": false', '"nvtx": ' + "[" * 100 + "]" * 100),
+            "nesting deeper than 64 levels",
+        ),
+        (lambda text: text.replace('"nvtx": false', '"nvtx": NaN'), "unexpected token 'NaN'"),
+    ],
+    ids=["unterminated", "deep-nesting", "nan"],
+)
+def test_malformed_file_fails_naming_file_line_and_column(tmp_path, cufile, damage, message):
+    text = damage(SHIPPED.read_text())
+    cufile.write_text(text)
+    result = run_module(tmp_path, {"path": str(cufile), "compat_mode": True})
+    assert result.get("failed") is True and "Traceback" not in json.dumps(result)
+    assert result["msg"].startswith(f"cufile_config: {cufile}: ")
+    assert message in result["msg"]
+    assert " at line " in result["msg"] and " column " in result["msg"]
+    assert cufile.read_text() == text
+
+
+def test_bytes_that_are_not_utf8_fail_naming_the_line(tmp_path, cufile):
+    data = SHIPPED.read_bytes().replace(b"// nvtx profiling on/off", b"// nvtx profiling \xff on/off")
+    cufile.write_bytes(data)
+    lineno = data.split(b"\n").index(next(line for line in data.split(b"\n") if b"\xff" in line)) + 1
+    result = run_module(tmp_path, {"path": str(cufile), "compat_mode": True})
+    assert result.get("failed") is True
+    assert result["msg"].startswith(f"cufile_config: {cufile}: byte 0xff at offset ")
+    assert f"is not UTF-8 (line {lineno}: " in result["msg"]

@@ -8,6 +8,8 @@ import pytest
 import yaml
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils import _gpudirect
+from ansible_collections.gpufabric.rollout.plugins.module_utils._host import Runner, Sysroot
+from ansible_collections.gpufabric.rollout.plugins.module_utils._parse import ParseError
 from ansible_collections.gpufabric.rollout.plugins.modules import gpudirect_facts
 
 FIXTURES = Path(__file__).parent / "fixtures" / "gpudirect"
@@ -72,17 +74,18 @@ def test_classify_modprobe_error(stderr, kind):
     assert _gpudirect.classify_modprobe_error(stderr) == kind
 
 
-class FakeRunner:
+class FakeRunner(Runner):
     """Answers the commands gpudirect_facts runs, from a table; records the calls."""
 
     def __init__(self, table):
         self.table = table
         self.calls = []
+        super().__init__(run=self._answer, which=self._which)
 
-    def which(self, name):
+    def _which(self, name):
         return f"/usr/bin/{name}" if any(k[0] == name for k in self.table) else None
 
-    def run(self, argv):
+    def _answer(self, argv):
         key = (Path(argv[0]).name, *argv[1:])
         self.calls.append(key)
         return self.table.get(key, (1, "", "not found"))
@@ -116,7 +119,7 @@ def test_gather_on_h200_sysroot_picks_dmabuf(tmp_path):
         }
     )
     facts = gpudirect_facts.gather(
-        {"sysroot": sysroot, "method": "auto", "gpus": [], "cuda_version": "", "mofed": False}, runner
+        {"sysroot": sysroot, "method": "auto", "gpus": [], "cuda_version": "", "mofed": False}, runner, Sysroot(sysroot)
     )
     assert facts["driver_flavour"] == "open" and facts["driver_version"] == "580.159.04"
     assert facts["cuda_version"] == "13.0" and facts["cuda_version_source"] == "nvidia-smi"
@@ -142,9 +145,41 @@ def test_gather_uses_topology_gpus_and_driver_branch_without_smi(tmp_path):
             "gpus": [{"model": "A100", "bdf": "0000:18:00.0"}],
         },
         runner,
+        Sysroot(sysroot),
     )
     assert facts["cuda_version"] == "12.2" and facts["cuda_version_source"] == "driver branch"
     assert facts["mofed"] is True and facts["mofed_version"] == "MLNX_OFED_LINUX-24.10-1.1.4.0"
     assert facts["peermem_loaded"] is True
     assert facts["decision"]["method"] == "peermem"
     assert not any(call[0] == "nvidia-smi" for call in runner.calls)
+
+
+def test_gather_names_the_nvidia_smi_query_and_line_it_cannot_read(tmp_path):
+    sysroot = _sysroot(tmp_path, (FIXTURES / "h200-proc-driver-nvidia-version.txt").read_text())
+    runner = FakeRunner(
+        {
+            ("nvidia-smi",): (0, SMI_HEADER, ""),
+            ("nvidia-smi", "--query-gpu=name,compute_cap", "--format=csv,noheader"): (
+                0,
+                "NVIDIA H200, 9.0\nH200; 9\n",
+                "",
+            ),
+        }
+    )
+    params = {"sysroot": sysroot, "method": "auto", "gpus": [], "cuda_version": "", "mofed": False}
+    with pytest.raises(ParseError) as exc:
+        gpudirect_facts.gather(params, runner, Sysroot(sysroot))
+    assert str(exc.value) == (
+        "nvidia-smi --query-gpu=name,compute_cap --format=csv,noheader: expected 'name, compute capability' "
+        "(line 2: 'H200; 9')"
+    )
+
+
+def test_gather_finds_the_mofed_source_tree_below_the_host_root(tmp_path):
+    """Without ofed_info, MOFED is detected from usr/src/ofa_kernel/default below the given root."""
+    sysroot = _sysroot(tmp_path / "hw", (FIXTURES / "proprietary-proc-version.txt").read_text(), modules=("nvidia",))
+    host = tmp_path / "host"
+    params = {"sysroot": sysroot, "method": "auto", "gpus": [{"model": "A100"}], "cuda_version": "12.2", "mofed": None}
+    assert gpudirect_facts.gather(params, FakeRunner({}), Sysroot(str(host)))["mofed"] is False
+    (host / "usr/src/ofa_kernel/default").mkdir(parents=True)
+    assert gpudirect_facts.gather(params, FakeRunner({}), Sysroot(str(host)))["mofed"] is True

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils import _gdscheck, _gpudirect
+from ansible_collections.gpufabric.rollout.plugins.module_utils._host import Sysroot
 
 REPO = Path(__file__).resolve().parents[3]
 MODPROBE = REPO / "lab" / "simulators" / "modprobe"
@@ -52,7 +53,7 @@ def test_peermem_loads_with_driver_and_reads_back_through_gpudirect_facts(lab):
     declare(lab)
     result = run(MODPROBE, lab, "nvidia-peermem")
     assert result.returncode == 0, result.stderr
-    host = _gpudirect.read_host(str(lab / "sysroot"))
+    host = _gpudirect.read_host(Sysroot(str(lab / "sysroot")))
     assert host["peermem_loaded"] and host["driver_flavour"] == "open" and host["driver_version"] == "580.95.05"
     params = lab / "sysroot/sys/module/nvidia_peermem/parameters"
     assert (params / "peerdirect_support").read_text() == "0\n"
@@ -61,7 +62,7 @@ def test_peermem_loads_with_driver_and_reads_back_through_gpudirect_facts(lab):
     # nvidia is in use: removing it fails like the real modprobe.
     assert run(MODPROBE, lab, "-r", "nvidia").returncode == 1
     assert run(MODPROBE, lab, "-r", "nvidia_peermem").returncode == 0
-    assert not _gpudirect.read_host(str(lab / "sysroot"))["peermem_loaded"]
+    assert not _gpudirect.read_host(Sysroot(str(lab / "sysroot")))["peermem_loaded"]
 
 
 @pytest.mark.parametrize(
@@ -93,7 +94,7 @@ def test_boot_replay_loads_modules_load_d(lab):
     for sub in ("sys/module", "proc"):
         subprocess.run(["rm", "-rf", str(lab / "sysroot" / sub)], check=True)
     assert run(MODPROBE, lab, "--gpufabric-lab-replay").returncode == 0
-    host = _gpudirect.read_host(str(lab / "sysroot"))
+    host = _gpudirect.read_host(Sysroot(str(lab / "sysroot")))
     assert host["nvidia_fs_loaded"] and host["driver_loaded"] and host["nvidia_fs_version"] == "version: 2.26"
 
 

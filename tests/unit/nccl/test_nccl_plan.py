@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from intent_support import fabric
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils import _nccl
 
@@ -17,7 +18,7 @@ def _run(case):
     topology = yaml.safe_load((FIXTURES / case["topology"]).read_text())
     return _nccl.plan(
         topology,
-        case["fabric"],
+        fabric(**case["fabric"]),
         case["nccl_version"],
         case["socket_ifname"],
         topo_file=case.get("topo_file"),
@@ -67,4 +68,3 @@ def test_planned_hca_matches_discovery_summary(name):
 )
 def test_gid_index_version_boundary(version, older_than_2_21):
     assert _nccl.needs_gid_index(version) is older_than_2_21
-    assert _nccl.version_lt(version, "2.21") is older_than_2_21

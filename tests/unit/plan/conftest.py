@@ -24,8 +24,18 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils import _doca, _i
 HERE = Path(__file__).resolve().parent
 UNIT = HERE.parent
 REPO = UNIT.parents[1]
-NODE_ROLES = ["topology", "doca_ofed", "roce", "gpudirect_rdma", "gpudirect_storage", "nccl_config"]
-CLUSTER_ROLES = ["network_operator", "gpu_operator", "rdma_networks", "sriov_networks"]
+NODE_ROLES = [
+    "topology",
+    "doca_ofed",
+    "gpu_driver",
+    "roce",
+    "gpudirect_rdma",
+    "gpudirect_storage",
+    "storage_client",
+    "nccl_config",
+    "validate",
+]
+CLUSTER_ROLES = ["network_operator", "gpu_operator", "rdma_networks", "sriov_networks", "storage_csi"]
 
 
 def lab_intent() -> Dict[str, Any]:
@@ -61,9 +71,13 @@ def render_default(text: str, known: Dict[str, Any]) -> Any:
 
 
 def check(specs, scope: str, variables: Dict[str, Any]):
-    entry = "node_intent" if scope == "node" else "cluster_intent"
-    roles = NODE_ROLES if scope == "node" else CLUSTER_ROLES
-    rules = _intent_rules.NODE_RULES if scope == "node" else _intent_rules.CLUSTER_RULES
+    entry = {"node": "node_intent", "cluster": "cluster_intent", "upgrade": "upgrade"}[scope]
+    roles = {"node": NODE_ROLES, "cluster": CLUSTER_ROLES, "upgrade": []}[scope]
+    rules = {
+        "node": _intent_rules.NODE_RULES,
+        "cluster": _intent_rules.CLUSTER_RULES,
+        "upgrade": _intent_rules.UPGRADE_RULES,
+    }[scope]
     return _intent.check_scope(
         specs, entry, roles, variables, rules, render_default, "plan", RUNTIME_NAMES, IGNORED_PREFIXES
     )

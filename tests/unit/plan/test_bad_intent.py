@@ -11,9 +11,11 @@ import pytest
 import yaml
 from conftest import HERE, check, lab_intent, node_facts
 
+from ansible_collections.gpufabric.rollout.plugins.action.plan import load_skew_rules
 from ansible_collections.gpufabric.rollout.plugins.module_utils import _plan_cluster, _plan_node
 
 CASES = yaml.safe_load((HERE / "cases" / "bad_intent.yml").read_text())
+SKEW = load_skew_rules(str(HERE.parents[2]))
 
 
 def merged(base: Dict[str, Any], changes: Dict[str, Any]) -> Dict[str, Any]:
@@ -66,7 +68,7 @@ def problems_of(case: Dict[str, Any], specs) -> List[str]:
     values, problems = check(specs, "cluster", variables_of(case))
     assert not problems, problems
     with pytest.raises(_plan_node.PlanError) as refused:
-        _plan_cluster.plan(values, records)
+        _plan_cluster.plan(values, records, stored_discovery=case.get("stored_discovery", True), skew_rules=SKEW)
     return refused.value.problems
 
 
@@ -76,7 +78,7 @@ def test_the_suite_covers_enough():
     typos = [c for c in CASES if any("did you mean" in e for e in c["expect"])]
     assert len(typos) >= 15, "typos (unknown keys, variables and choices) must be among the cases"
     scopes = {c["scope"] for c in CASES}
-    assert scopes == {"node", "cluster"}
+    assert scopes == {"node", "cluster", "upgrade"}
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
@@ -89,7 +91,7 @@ def test_bad_input_is_refused_by_the_plan(case, specs):
     )
 
 
-@pytest.mark.parametrize("scope", ["node", "cluster"])
+@pytest.mark.parametrize("scope", ["node", "cluster", "upgrade"])
 def test_the_lab_intent_is_valid(scope, specs):
     values, problems = check(specs, scope, lab_intent())
     assert problems == []

@@ -16,14 +16,21 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
+from intent_support import roce_plan
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _qos
+from ansible_collections.gpufabric.rollout.plugins.module_utils import (
+    _host,
+    _pcie_acs,
+    _qos_engine,
+    _qos_parsers,
+)
+from ansible_collections.gpufabric.rollout.plugins.module_utils._topology_parsers import ACS_REDIRECT_MASK
 
 pytestmark = pytest.mark.slow  # runs the simulators as subprocesses on a full snapshot tree
 
 REPO = Path(__file__).resolve().parents[3]
 SIMS = REPO / "lab" / "simulators"
-FABRIC = {"lossless_priority": 3, "data_dscp": 26, "cnp_dscp": 48, "cnp_priority": 6, "roce_tos": 106, "mtu": 9000}
 
 
 def _load(name, path):
@@ -80,13 +87,10 @@ def make_lab(flavour, tmp_path, pristine):
     tools = ["dcb", "rdma", "setpci", "ethtool"] + (["mlnx_qos"] if flavour == "mofed" else [])
     for tool in tools:
         os.symlink(SIMS / tool, bindir / tool)
-    env = dict(os.environ, GPUFABRIC_LAB_SYSROOT=sysroot, LC_ALL="C")
-
-    def run(argv):
-        proc = subprocess.run([str(bindir / argv[0]), *argv[1:]], capture_output=True, text=True, env=env, check=False)
-        return proc.returncode, proc.stdout, proc.stderr
-
-    io = _qos.HostIO(run=run, which=lambda name: shutil.which(name, path=str(bindir)), sysroot=sysroot)
+    runner = _host.Runner.local(
+        path=f"{bindir}:{os.path.dirname(sys.executable)}", env={"GPUFABRIC_LAB_SYSROOT": sysroot}
+    )
+    io = _host.Host(_host.Sysroot(sysroot), runner)
     return flavour, io, lab_topology(sysroot)
 
 
@@ -102,10 +106,10 @@ def mofed_lab(tmp_path, pristine):
 
 def test_apply_is_honest_in_check_mode_then_idempotent(lab):
     flavour, io, topology = lab
-    plan = _qos.build_plan(FABRIC, {}, topology, sysroot=io.sysroot)
+    plan = roce_plan(topology, sysroot=io.sysroot.root)
     assert len(plan["interfaces"]) == 8
     ifaces = plan["interfaces"][:2]  # two rails keep the subprocess count (and the test time) down
-    check = _qos.run_plan_interfaces(ifaces, "auto", io, check_mode=True)
+    check = _qos_engine.run_plan_interfaces(ifaces, "auto", io, check_mode=True)
     assert check["backend"] == ("mlnx_qos" if flavour == "mofed" else "dcb")
     assert check["changed"] is True
     expected = {"dscp2prio", "global_pause", "pfc", "roce_mode", "roce_tos", "trust"}
@@ -114,7 +118,7 @@ def test_apply_is_honest_in_check_mode_then_idempotent(lab):
     assert set(check["interfaces"][0]["changed_keys"]) == expected
     assert check["interfaces"][0]["actions"] == []
 
-    first = _qos.run_plan_interfaces(ifaces, "auto", io, check_mode=False)
+    first = _qos_engine.run_plan_interfaces(ifaces, "auto", io, check_mode=False)
     assert first["changed"] is True
     after = first["interfaces"][0]["after"]
     assert after["trust"] == "dscp" and after["pfc"] == [0, 0, 0, 1, 0, 0, 0, 0]
@@ -127,45 +131,45 @@ def test_apply_is_honest_in_check_mode_then_idempotent(lab):
         assert any("ROCE_CC_PRIO_MASK" in w for w in first["warnings"])
     assert first["interfaces"][0]["roce_active_mtu"] == 4096
     assert after["global_pause"] == {"rx": False, "tx": False}
-    pause = _qos.parse_ethtool_pause(io.check(["ethtool", "-a", first["interfaces"][0]["netdev"]]))
+    pause = _qos_parsers.parse_ethtool_pause(io.runner.check(["ethtool", "-a", first["interfaces"][0]["netdev"]]))
     assert pause == {"autoneg": False, "rx": False, "tx": False}
 
-    second = _qos.run_plan_interfaces(ifaces, "auto", io, check_mode=False)
+    second = _qos_engine.run_plan_interfaces(ifaces, "auto", io, check_mode=False)
     assert second["changed"] is False
     assert all(i["changed_keys"] == [] for i in second["interfaces"])
 
 
 def test_check_mode_changes_nothing(lab):
     _flavour, io, topology = lab
-    plan = _qos.build_plan(FABRIC, {}, topology, sysroot=io.sysroot)
+    plan = roce_plan(topology, sysroot=io.sysroot.root)
     for _attempt in range(2):
-        result = _qos.run_plan_interfaces(plan["interfaces"][:1], "auto", io, check_mode=True)
+        result = _qos_engine.run_plan_interfaces(plan["interfaces"][:1], "auto", io, check_mode=True)
         assert result["changed"] is True
 
 
 def test_other_tool_reads_what_one_wrote(lab):
     flavour, io, topology = lab
-    plan = _qos.build_plan(FABRIC, {}, topology, sysroot=io.sysroot)
-    _qos.run_plan_interfaces(plan["interfaces"][:1], "auto", io, check_mode=False)
+    plan = roce_plan(topology, sysroot=io.sysroot.root)
+    _qos_engine.run_plan_interfaces(plan["interfaces"][:1], "auto", io, check_mode=False)
     nd = plan["interfaces"][0]["netdev"]
-    pfc = _qos.parse_dcb_pfc(io.check(["dcb", "pfc", "show", "dev", nd]))
+    pfc = _qos_parsers.parse_dcb_pfc(io.runner.check(["dcb", "pfc", "show", "dev", nd]))
     assert pfc["pfc"] == [0, 0, 0, 1, 0, 0, 0, 0]
-    app = _qos.parse_dcb_app(io.check(["dcb", "-N", "app", "show", "dev", nd]))
+    app = _qos_parsers.parse_dcb_app(io.runner.check(["dcb", "-N", "app", "show", "dev", nd]))
     assert app["dscp2prio"][26] == [3] and app["trust"] == "dscp"
     if flavour == "mofed":
-        assert Path(io.path(f"sys/class/net/{nd}/qos/trust")).read_text().strip() == "dscp"
+        assert Path(io.sysroot.path(f"sys/class/net/{nd}/qos/trust")).read_text().strip() == "dscp"
 
 
 def test_drift_is_detected_and_repaired(lab):
     _flavour, io, topology = lab
-    plan = _qos.build_plan(FABRIC, {}, topology, sysroot=io.sysroot)
+    plan = roce_plan(topology, sysroot=io.sysroot.root)
     ifaces = plan["interfaces"][:2]
-    _qos.run_plan_interfaces(ifaces, "auto", io, check_mode=False)
+    _qos_engine.run_plan_interfaces(ifaces, "auto", io, check_mode=False)
     nd = ifaces[1]["netdev"]
-    io.check(["dcb", "pfc", "set", "dev", nd, "prio-pfc", "all:off", "4:on"])
-    result = _qos.run_plan_interfaces(ifaces, "auto", io, check_mode=False)
+    io.runner.check(["dcb", "pfc", "set", "dev", nd, "prio-pfc", "all:off", "4:on"])
+    result = _qos_engine.run_plan_interfaces(ifaces, "auto", io, check_mode=False)
     assert result["changed"] is True
-    lines = _qos.drift_lines(result)
+    lines = _qos_engine.drift_lines(result)
     assert lines == [f"drift {nd} pfc: [0, 0, 0, 0, 1, 0, 0, 0] -> [0, 0, 0, 1, 0, 0, 0, 0]"]
 
 
@@ -182,66 +186,77 @@ def test_optional_ets_buffers_cable_len_default_prio(lab):
         "cable_len": 30,
         "default_priority": 0,
     }
-    plan = _qos.build_plan(FABRIC, opts, topology, sysroot=io.sysroot)
-    first = _qos.run_plan_interfaces(plan["interfaces"][:1], "auto", io, check_mode=False)
+    plan = roce_plan(topology, sysroot=io.sysroot.root, **opts)
+    first = _qos_engine.run_plan_interfaces(plan["interfaces"][:1], "auto", io, check_mode=False)
     keys = set(first["interfaces"][0]["changed_keys"])
     assert {"ets", "buffer_size", "prio2buffer", "cable_len", "default_prio"} <= keys
     after = first["interfaces"][0]["after"]
     assert after["cable_len"] == 30 and after["ets"]["tc_bw"] == [40, 60, 0, 0, 0, 0, 0, 0]
-    assert _qos.run_plan_interfaces(plan["interfaces"][:1], "auto", io, check_mode=False)["changed"] is False
+    assert _qos_engine.run_plan_interfaces(plan["interfaces"][:1], "auto", io, check_mode=False)["changed"] is False
 
 
 def test_pfc_change_keeps_cable_len(lab):
     """mlnx_qos sends PFC and cable length together; the engine must pass both."""
     _flavour, io, topology = lab
-    plan = _qos.build_plan(FABRIC, {"cable_len": 25}, topology, sysroot=io.sysroot)
-    _qos.run_plan_interfaces(plan["interfaces"][:1], "auto", io, check_mode=False)
-    plan2 = _qos.build_plan(dict(FABRIC, pfc=False), {}, topology, sysroot=io.sysroot)
-    _qos.run_plan_interfaces(plan2["interfaces"][:1], "auto", io, check_mode=False)
-    pfc = _qos.parse_dcb_pfc(io.check(["dcb", "pfc", "show", "dev", plan["interfaces"][0]["netdev"]]))
+    plan = roce_plan(topology, sysroot=io.sysroot.root, cable_len=25)
+    _qos_engine.run_plan_interfaces(plan["interfaces"][:1], "auto", io, check_mode=False)
+    plan2 = roce_plan(topology, {"pfc": False}, sysroot=io.sysroot.root)
+    _qos_engine.run_plan_interfaces(plan2["interfaces"][:1], "auto", io, check_mode=False)
+    pfc = _qos_parsers.parse_dcb_pfc(io.runner.check(["dcb", "pfc", "show", "dev", plan["interfaces"][0]["netdev"]]))
     assert pfc["pfc"] == [0] * 8 and pfc["delay"] == 25
 
 
 def test_acs_redirect_cleared_on_upstream_bridges(mofed_lab):
     _flavour, io, topology = mofed_lab
     endpoints = [n["bdf"] for n in topology["nics"] if n["role"] == "compute"][:2]
-    bridges = _qos.upstream_bridges(io, endpoints)
+    bridges = _pcie_acs.upstream_bridges(io.sysroot, endpoints)
     assert bridges
-    first = _qos.run_acs(bridges, _qos.ACS_REDIRECT_MASK, io, check_mode=False)
+    first = _pcie_acs.run_acs(bridges, ACS_REDIRECT_MASK, io.runner, check_mode=False)
     assert first["changed"] is True
     touched = [b for b in first["bridges"] if b.get("before") and b["before"] != b["after"]]
     assert touched and all(b["before"] == "001d" and b["after"] == "0011" for b in touched)
     assert not any(b.get("redirect") for b in first["bridges"])
-    assert _qos.run_acs(bridges, _qos.ACS_REDIRECT_MASK, io, check_mode=False)["changed"] is False
+    assert _pcie_acs.run_acs(bridges, ACS_REDIRECT_MASK, io.runner, check_mode=False)["changed"] is False
 
 
 def test_backend_choice_follows_installed_tools(lab):
     flavour, io, _topology = lab
     if flavour == "mofed":
-        assert _qos.choose_backend("auto", io) == "mlnx_qos"
-        assert _qos.choose_backend("dcb", io) == "dcb"
+        assert _qos_engine.choose_backend("auto", io) == "mlnx_qos"
+        assert _qos_engine.choose_backend("dcb", io) == "dcb"
     else:
-        assert _qos.choose_backend("auto", io) == "dcb"
-        with pytest.raises(_qos.QosError, match="mlnx_qos requested"):
-            _qos.choose_backend("mlnx_qos", io)
+        assert _qos_engine.choose_backend("auto", io) == "dcb"
+        with pytest.raises(_qos_engine.QosError, match="mlnx_qos requested"):
+            _qos_engine.choose_backend("mlnx_qos", io)
+
+
+def install_engine(lib):
+    """Lay the engine out as roles/roce/tasks/persist.yml does, from the list in roles/roce/vars."""
+    role_vars = yaml.safe_load((REPO / "roles/roce/vars/main.yml").read_text())
+    rel = Path("ansible_collections/gpufabric/rollout/plugins/module_utils")
+    package = lib / rel
+    package.mkdir(parents=True)
+    for level in (rel, *rel.parents[:-1]):  # parents end with "."
+        (lib / level / "__init__.py").write_text("")
+    for name in role_vars["__roce_engine_files"]:
+        shutil.copy(REPO / "plugins/module_utils" / name, package / name)
 
 
 def test_boot_script_reapplies_the_plan_and_logs_drift(mofed_lab, tmp_path):
     """roles/roce/files/roce_apply.py (what gpufabric-roce.service runs) on a plan file."""
     _flavour, io, topology = mofed_lab
-    plan = _qos.build_plan(FABRIC, {"disable_acs_redirect": True}, dict(topology, rails=[]), sysroot=io.sysroot)
+    plan = roce_plan(dict(topology, rails=[]), sysroot=io.sysroot.root, disable_acs_redirect=True)
     plan["interfaces"] = plan["interfaces"][:2]
     plan["acs"]["endpoints"] = [n["bdf"] for n in topology["nics"]][:1]
     plan_file = tmp_path / "plan.json"
     plan_file.write_text(json.dumps(plan))
     lib = tmp_path / "lib"
-    lib.mkdir()
-    shutil.copy(REPO / "plugins/module_utils/_qos.py", lib / "gpufabric_qos.py")
+    install_engine(lib)
     env = dict(
         os.environ,
         GPUFABRIC_ROCE_LIB=str(lib),
         GPUFABRIC_ROCE_PATH=f"{tmp_path / 'bin'}:{os.path.dirname(sys.executable)}",
-        GPUFABRIC_LAB_SYSROOT=io.sysroot,
+        GPUFABRIC_LAB_SYSROOT=io.sysroot.root,
     )
     script = str(REPO / "roles/roce/files/roce_apply.py")
 

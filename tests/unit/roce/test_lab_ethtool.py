@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _qos
+from ansible_collections.gpufabric.rollout.plugins.module_utils import _qos_parsers
 
 ETHTOOL = Path(__file__).resolve().parents[3] / "lab/simulators/ethtool"
 
@@ -33,13 +33,13 @@ def test_power_on_pause_is_on_and_layout_matches_ethtool(sysroot):
         "RX:\t\ton",
         "TX:\t\ton",
     ]
-    assert _qos.parse_ethtool_pause(res.stdout) == {"autoneg": False, "rx": True, "tx": True}
+    assert _qos_parsers.parse_ethtool_pause(res.stdout) == {"autoneg": False, "rx": True, "tx": True}
 
 
 def test_set_then_read_back(sysroot):
     assert ethtool(sysroot, "-A", "enp24s0np0", "autoneg", "off", "rx", "off", "tx", "off").returncode == 0
     res = ethtool(sysroot, "--show-pause", "enp24s0np0")
-    assert _qos.parse_ethtool_pause(res.stdout) == {"autoneg": False, "rx": False, "tx": False}
+    assert _qos_parsers.parse_ethtool_pause(res.stdout) == {"autoneg": False, "rx": False, "tx": False}
     assert (sysroot / "sys/class/net/enp24s0np0/lab_pause.json").is_file()
 
 

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from intent_support import roce_plan
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _qos
+from ansible_collections.gpufabric.rollout.plugins.module_utils import _qos_plan
 
 CASES = Path(__file__).parent / "cases"
 TOPOLOGY = yaml.safe_load((CASES / "topology_dgx_subset.yml").read_text())
 CONSISTENCY = yaml.safe_load((CASES / "rail_consistency.yml").read_text())
-FABRIC = {"lossless_priority": 3, "data_dscp": 26, "cnp_dscp": 48, "cnp_priority": 6, "roce_tos": 106, "mtu": 9000}
 
 
 def netdevs(plan):
@@ -20,7 +20,7 @@ def netdevs(plan):
 
 
 def test_plan_takes_rail_pfs_only_by_default():
-    plan = _qos.build_plan(FABRIC, {}, TOPOLOGY, sysroot="/sr")
+    plan = roce_plan(TOPOLOGY, sysroot="/sr")
     assert netdevs(plan) == ["enp24s0np0", "enp42s0np0"]
     first = plan["interfaces"][0]
     assert first["pfc"] == [0, 0, 0, 1, 0, 0, 0, 0]
@@ -34,17 +34,17 @@ def test_plan_takes_rail_pfs_only_by_default():
 
 
 def test_plan_adds_storage_when_asked():
-    plan = _qos.build_plan(FABRIC, {"include_storage": True}, TOPOLOGY)
+    plan = roce_plan(TOPOLOGY, include_storage=True)
     assert netdevs(plan) == ["enp24s0np0", "enp42s0np0", "enp170s0np0"]
 
 
 def test_plan_explicit_interfaces_by_netdev_or_rdma_name():
-    plan = _qos.build_plan(FABRIC, {"interfaces": ["mlx5_2", "enp170s0np0"]}, TOPOLOGY)
+    plan = roce_plan(TOPOLOGY, interfaces=["mlx5_2", "enp170s0np0"])
     assert netdevs(plan) == ["enp42s0np0", "enp170s0np0"]
 
 
 def test_plan_without_pfc_has_empty_vector_and_keeps_pause():
-    plan = _qos.build_plan(dict(FABRIC, pfc=False), {}, TOPOLOGY)
+    plan = roce_plan(TOPOLOGY, {"pfc": False})
     assert plan["interfaces"][0]["pfc"] == [0] * 8
     assert plan["interfaces"][0]["global_pause_off"] is False
 
@@ -64,14 +64,14 @@ def test_plan_optional_settings_flow_through():
         "ecn_priorities": [3, 4],
         "set_traffic_class": False,
     }
-    iface = _qos.build_plan(FABRIC, opts, TOPOLOGY)["interfaces"][0]
+    iface = roce_plan(TOPOLOGY, **opts)["interfaces"][0]
     assert iface["ets"] == ets and iface["cable_len"] == 30 and iface["default_prio"] == 0
     assert iface["prio2buffer"][3] == 1 and iface["ecn"]["priorities"] == [3, 4]
     assert iface["traffic_class"] is None
 
 
 def test_plan_acs_endpoints_are_rail_gpus_and_nics():
-    plan = _qos.build_plan(FABRIC, {"disable_acs_redirect": True}, TOPOLOGY)
+    plan = roce_plan(TOPOLOGY, disable_acs_redirect=True)
     assert plan["acs"] == {
         "endpoints": ["0000:18:00.0", "0000:19:00.0", "0000:2a:00.0", "0000:2b:00.0"],
         "clear_mask": 0x0C,
@@ -79,7 +79,7 @@ def test_plan_acs_endpoints_are_rail_gpus_and_nics():
 
 
 def test_rail_summary_carries_what_must_match():
-    summary = _qos.rail_summary(_qos.build_plan(FABRIC, {}, TOPOLOGY))
+    summary = _qos_plan.rail_summary(roce_plan(TOPOLOGY))
     assert summary == {
         "0": {"priority": 3, "dscp": 26, "cnp_dscp": 48, "mtu": 9000},
         "1": {"priority": 3, "dscp": 26, "cnp_dscp": 48, "mtu": 9000},
@@ -89,16 +89,16 @@ def test_rail_summary_carries_what_must_match():
 @pytest.mark.parametrize("name", sorted(CONSISTENCY))
 def test_rail_consistency(name):
     case = CONSISTENCY[name]
-    errors = _qos.rail_consistency_errors(case["per_node"])
+    errors = _qos_plan.rail_consistency_errors(case["per_node"])
     assert len(errors) == len(case["errors"]), errors
     for got, fragment in zip(errors, case["errors"]):
         assert fragment in got
 
 
 def test_rail_consistency_from_two_plans():
-    node_a = _qos.rail_summary(_qos.build_plan(FABRIC, {}, TOPOLOGY))
-    node_b = _qos.rail_summary(_qos.build_plan(dict(FABRIC, mtu=4200), {}, TOPOLOGY))
-    node_c = _qos.rail_summary(_qos.build_plan(FABRIC, {}, TOPOLOGY))
-    errors = _qos.rail_consistency_errors({"a": node_a, "b": node_b, "c": node_c})
+    node_a = _qos_plan.rail_summary(roce_plan(TOPOLOGY))
+    node_b = _qos_plan.rail_summary(roce_plan(TOPOLOGY, {"mtu": 4200}))
+    node_c = _qos_plan.rail_summary(roce_plan(TOPOLOGY))
+    errors = _qos_plan.rail_consistency_errors({"a": node_a, "b": node_b, "c": node_c})
     assert [e.split(":")[0] for e in errors] == ["rail 0", "rail 1"]
     assert all("node b has mtu=4200 (expected 9000)" in e for e in errors)

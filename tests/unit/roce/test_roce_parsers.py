@@ -7,16 +7,18 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _qos
+from ansible_collections.gpufabric.rollout.plugins.module_utils import _pcie_acs, _qos_parsers
+from ansible_collections.gpufabric.rollout.plugins.module_utils._parse import ParseError
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CASES = yaml.safe_load((FIXTURES / "expected.yml").read_text())
+PARSERS = {n: getattr(mod, n) for mod in (_qos_parsers, _pcie_acs) for n in dir(mod) if n.startswith("parse_")}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_parser_replays_fixture(name):
     case = CASES[name]
-    parsed = getattr(_qos, case["parser"])((FIXTURES / name).read_text())
+    parsed = PARSERS[case["parser"]]((FIXTURES / name).read_text())
     if "value" in case:
         assert parsed == case["value"]
         return
@@ -40,8 +42,8 @@ def test_every_fixture_has_an_expectation():
     ],
 )
 def test_mlnx_qos_rejects_truncated_output(text):
-    with pytest.raises(_qos.QosError):
-        _qos.parse_mlnx_qos(text)
+    with pytest.raises(ParseError):
+        _qos_parsers.parse_mlnx_qos(text)
 
 
 @pytest.mark.parametrize(
@@ -57,17 +59,17 @@ def test_mlnx_qos_rejects_truncated_output(text):
     ],
 )
 def test_parsers_reject_malformed_output(parser, text):
-    with pytest.raises(_qos.QosError):
-        getattr(_qos, parser)(text)
+    with pytest.raises(ParseError):
+        PARSERS[parser](text)
 
 
 @pytest.mark.parametrize(
     ("mtu", "active"), [(1500, 1024), (4200, 4096), (4192, 4096), (4191, 2048), (9000, 4096), (2144, 2048)]
 )
 def test_roce_active_mtu_follows_iboe_overhead(mtu, active):
-    assert _qos.roce_active_mtu(mtu) == active
+    assert _qos_parsers.roce_active_mtu(mtu) == active
 
 
 @pytest.mark.parametrize(("text", "value"), [("Global tclass=106\n", 106), ("106\n", 106), ("", None), (None, None)])
 def test_traffic_class_forms(text, value):
-    assert _qos.parse_traffic_class(text) == value
+    assert _qos_parsers.parse_traffic_class(text) == value

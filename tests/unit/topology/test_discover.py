@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils import _topology as T
+from ansible_collections.gpufabric.rollout.plugins.module_utils import _topology_parsers as P
 
 EXPECTED = Path(__file__).resolve().parent / "expected"
 CASES = sorted(p.stem for p in EXPECTED.glob("*.yml"))
@@ -136,7 +137,7 @@ def test_paths(case, facts_of):
     gpus = [g["name"] for g in facts["gpus"]]
     paths = facts["paths"]
     if exp.get("gpu_nic_from_nvidia_smi"):
-        smi = T.parse_topo_matrix(text)["matrix"]
+        smi = P.parse_topo_matrix(text)["matrix"]
         nics = [n["rdma_device"] for n in facts["nics"]]
         assert paths["gpu_nic"] == {g: {n: smi[g][n] for n in nics} for g in gpus}
         assert paths["nvidia_smi"] == smi

@@ -27,6 +27,10 @@ class FakeRunner:
     def __init__(self, module):
         pass
 
+    @classmethod
+    def for_module(cls, module):
+        return cls(module)
+
     def which(self, name):
         return self.binary
 
@@ -133,3 +137,32 @@ def test_bad_choice_is_refused(capsys, sysroot):
     assert code == 1
     assert "nvidia_smi" in out["msg"]
     assert "auto, file, command, never" in out["msg"]
+
+
+def test_unreadable_matrix_file_fails_naming_file_and_line(capsys, sysroot, tmp_path, fake_runner):
+    root = tmp_path / "root"
+    shutil.copytree(sysroot("pcie-l40s-4x2@1"), root, symlinks=True)
+    (root / "nvidia-smi-topo-m.txt").write_text("\nNo devices were found\n")
+    code, out = run({"sysroot": str(root)}, capsys)
+    assert code == 1
+    assert out["msg"] == (
+        f"{root}/nvidia-smi-topo-m.txt (GPU/NIC matrix of this host): no nvidia-smi topo -m header "
+        "(a line starting with a tab and naming GPU0) (line 2: 'No devices were found')"
+    )
+    assert "Traceback" not in json.dumps(out) and "ansible_facts" not in out
+
+
+def test_truncated_gid_file_is_no_ipv4_gid(capsys, sysroot, tmp_path, fake_runner):
+    """A GID file cut short (a capture taken while the address changed) is not an IPv4 GID."""
+    root = tmp_path / "root"
+    shutil.copytree(sysroot("roce-vlan-gid@1"), root, symlinks=True)
+    before = run({"sysroot": str(root)}, capsys)[1]["ansible_facts"]["gpufabric_topology"]
+    port = before["nics"][0]["ports"][0]
+    chosen = port["roce_v2_ipv4"]["gid_index"]
+    gid_file = root / f"sys/class/infiniband/{before['nics'][0]['rdma_device']}/ports/1/gids/{chosen}"
+    gid_file.write_text(gid_file.read_text().strip()[:-4] + "\n")
+    code, out = run({"sysroot": str(root)}, capsys)
+    assert code == 0
+    after = out["ansible_facts"]["gpufabric_topology"]["nics"][0]["ports"][0]
+    assert after["roce_v2_ipv4"] is None or after["roce_v2_ipv4"]["gid_index"] > chosen
+    assert next(e for e in after["gids"] if e["index"] == chosen)["ipv4"] is None

@@ -9,6 +9,7 @@ import pytest
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils import _ncclxml as X
 from ansible_collections.gpufabric.rollout.plugins.module_utils import _topology as T
+from ansible_collections.gpufabric.rollout.plugins.module_utils import _topology_parsers as P
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -127,7 +128,7 @@ def test_nvswitch_target_is_what_nccl_dumped_on_a_real_host():
 
 
 def test_real_two_gpu_matrix_gives_nv18_both_ways():
-    parsed = T.parse_topo_matrix((REAL_X2 / "nvidia-smi-topo-m.txt").read_text())
+    parsed = P.parse_topo_matrix((REAL_X2 / "nvidia-smi-topo-m.txt").read_text())
     assert parsed["devices"] == ["GPU0", "GPU1"]
     assert parsed["matrix"]["GPU0"]["GPU1"] == "NV18"
     assert parsed["matrix"]["GPU1"]["GPU0"] == "NV18"

@@ -11,6 +11,8 @@ import pytest
 import yaml
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils import _topology as T
+from ansible_collections.gpufabric.rollout.plugins.module_utils import _topology_parsers as P
+from ansible_collections.gpufabric.rollout.plugins.module_utils import _topology_rails as R
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
@@ -26,7 +28,7 @@ VALUES = cases("values.yml")
 
 @pytest.mark.parametrize("func", sorted(VALUES))
 def test_value_parsers(func):
-    fn = getattr(T, func)
+    fn = getattr(P, func)
     for text, want in VALUES[func]:
         assert fn(text) == want, text
 
@@ -36,7 +38,7 @@ RAILS = cases("rails.yml")
 
 @pytest.mark.parametrize("case", RAILS, ids=[c["name"] for c in RAILS])
 def test_plan_rails(case):
-    got = T.plan_rails(case["classes"])
+    got = R.plan_rails(case["classes"])
     assert got == case["want"]
     if case["classes"]:
         nics = len(case["classes"][0])
@@ -53,7 +55,7 @@ def test_assign_is_optimal_on_small_matrices():
 
     matrix = [[7, 3, 9, 4], [2, 8, 6, 5], [6, 4, 3, 9]]
     best = min(sum(matrix[i][p[i]] for i in range(3)) for p in itertools.permutations(range(4), 3))
-    cols = T.assign(matrix)
+    cols = R.assign(matrix)
     assert len(set(cols)) == 3
     assert sum(matrix[i][c] for i, c in enumerate(cols)) == best
 
@@ -64,7 +66,7 @@ TOPO = cases("topo_matrix.yml")
 @pytest.mark.parametrize("case", TOPO, ids=[c["file"].split("/")[-1] for c in TOPO])
 def test_topo_matrix(case):
     text = (REPO / case["file"]).read_text(encoding="utf-8")
-    got = T.parse_topo_matrix(text)
+    got = P.parse_topo_matrix(text)
     assert got["devices"] == case["devices"]
     for key, value in case["legend"].items():
         assert got["nic_legend"][key] == value
@@ -79,8 +81,8 @@ def test_topo_matrix(case):
 
 
 def test_topo_matrix_rejects_other_text():
-    with pytest.raises(ValueError, match="header"):
-        T.parse_topo_matrix("No devices were found\n")
+    with pytest.raises(P.ParseError, match="header"):
+        P.parse_topo_matrix("No devices were found\n")
 
 
 def _cfg(port_type=None, acs=None, caps=True):
@@ -114,7 +116,7 @@ def _cfg(port_type=None, acs=None, caps=True):
     ids=["root-port-acs", "upstream", "downstream-acs-off", "64-byte-read", "no-caps", "empty"],
 )
 def test_parse_config(data, want):
-    assert T.parse_config(data) == want
+    assert P.parse_config(data) == want
 
 
 def test_parse_config_on_the_real_gpu():
@@ -122,7 +124,7 @@ def test_parse_config_on_the_real_gpu():
     with tarfile.open(REPO / "lab/snapshots/h200-real/snapshot.tar.gz") as tf:
         data = tf.extractfile("sys/devices/pci0000:00/0000:00:06.0/config").read()
     assert data[:4] == bytes.fromhex("de103523")  # vendor 0x10de, device 0x2335, little endian
-    assert T.parse_config(data).get("port_type") == "endpoint"
+    assert P.parse_config(data).get("port_type") == "endpoint"
 
 
 def test_port_types_inferred_without_config(sysroot, tmp_path):

@@ -1,0 +1,322 @@
+#!/usr/bin/env python
+"""Benchmark: the lab's main job (site.yml) and the transports that reach the lab nodes.
+
+Needs root, podman, the lab image and the toolchain (`make bench` builds what is missing). It
+replaces the running lab (make lab's nodes and API double) and leaves it down. Prints:
+
+1. Per-task cost of each transport (mitogen, ssh, podman) on two lab nodes: a play of 41 no-op
+   tasks (stat and command in turn); per task = the profile_tasks time of tasks 2..41 / 40, so
+   start-up and connection set-up are not counted; the median of BENCH_LAB_ROUNDS rounds.
+2. make lab on two nodes over the lab's transport (gpufabric_lab_connection): nodes + prepare,
+   the first site.yml run, a no-op rerun (its changed count and its share of the first run).
+3. The no-op rerun of site.yml over every transport: wall time, tasks, seconds per task.
+4. The slowest tasks of a no-op rerun, per role (ansible.posix.profile_tasks).
+5. BENCH_LAB_LARGE nodes (default 16; 0 skips it): nodes + prepare, the first site.yml run and
+   its ratio to two nodes, a no-op rerun, and memory: the nodes' containers (cgroup usage, from
+   podman stats) and the controller's Ansible process tree (peak RSS, shared pages counted
+   once per process).
+
+Figures only: it never fails on timing; it exits 1 when a run fails or a rerun changes something.
+Logs of every run are kept in .lab/bench/. BENCH_LAB_TRANSPORTS picks the transports
+(default "mitogen ssh podman"), BENCH_LAB_RERUN_TRANSPORTS those of the no-op reruns (default:
+the same).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+LAB = REPO / "lab" / "lab.sh"
+LOGS = REPO / ".lab" / "bench"
+TRANSPORTS = os.environ.get("BENCH_LAB_TRANSPORTS", "mitogen ssh podman").split()
+RERUN_TRANSPORTS = os.environ.get("BENCH_LAB_RERUN_TRANSPORTS", " ".join(TRANSPORTS)).split()
+ROUNDS = int(os.environ.get("BENCH_LAB_ROUNDS", "3"))
+LARGE = int(os.environ.get("BENCH_LAB_LARGE", "16"))
+NOOP_TASKS = 40
+RECAP = re.compile(
+    r"^(?P<host>\S+)\s+: ok=(?P<ok>\d+)\s+changed=(?P<changed>\d+)\s+unreachable=(?P<unreachable>\d+)\s+"
+    r"failed=(?P<failed>\d+)\s+skipped=(?P<skipped>\d+)"
+)
+PROFILE = re.compile(r"^(?P<name>.*?) -* ?(?P<seconds>\d+\.\d+)s$")
+PROFILE_ENV = {
+    "ANSIBLE_CALLBACKS_ENABLED": "ansible.posix.profile_tasks",
+    "PROFILE_TASKS_TASK_OUTPUT_LIMIT": "all",
+    "PROFILE_TASKS_SORT_ORDER": "descending",
+}
+
+
+class RunFailed(Exception):
+    pass
+
+
+def log(msg: str) -> None:
+    print(f"[bench] {msg}", file=sys.stderr, flush=True)
+
+
+def default_transport() -> str:
+    out = subprocess.run(
+        ["bash", "-c", "source lab/common.sh && lab_connection"], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    return out.stdout.strip()
+
+
+def process_tree_rss(root_pid: int) -> int:
+    """Sum of the RSS (bytes) of root_pid and all its descendants, read from /proc."""
+    children: dict = {}
+    rss: dict = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                stat = fh.read()
+            with open(f"/proc/{entry}/statm") as fh:
+                pages = int(fh.read().split()[1])
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(entry))
+        rss[int(entry)] = pages * os.sysconf("SC_PAGE_SIZE")
+    total, todo = 0, [root_pid]
+    while todo:
+        pid = todo.pop()
+        total += rss.get(pid, 0)
+        todo.extend(children.get(pid, []))
+    return total
+
+
+def run(name: str, argv: list, env: dict | None = None, sample_memory: bool = False) -> dict:
+    """Run a command with its output in LOGS/<name>.log; return wall time, recap and peak RSS."""
+    LOGS.mkdir(parents=True, exist_ok=True)
+    logfile = LOGS / f"{name}.log"
+    full_env = dict(os.environ, **(env or {}))
+    peak = [0]
+    start = time.perf_counter()
+    with open(logfile, "w") as out:
+        proc = subprocess.Popen(argv, cwd=REPO, env=full_env, stdout=out, stderr=subprocess.STDOUT)
+        done = threading.Event()
+
+        def sampler():
+            while not done.wait(0.5):
+                peak[0] = max(peak[0], process_tree_rss(proc.pid))
+
+        thread = threading.Thread(target=sampler, daemon=True)
+        if sample_memory:
+            thread.start()
+        rc = proc.wait()
+        done.set()
+    wall = time.perf_counter() - start
+    text = logfile.read_text(errors="replace")
+    if rc != 0:
+        tail = "\n".join(text.splitlines()[-25:])
+        raise RunFailed(f"{' '.join(map(str, argv))} failed (exit {rc}); log: {logfile}\n{tail}")
+    hosts = {m["host"]: m.groupdict() for m in map(RECAP.match, text.splitlines()) if m}
+    return {
+        "wall": wall,
+        "tasks": sum(1 for line in text.splitlines() if line.startswith(("TASK [", "RUNNING HANDLER ["))),
+        "changed": sum(int(h["changed"]) for h in hosts.values()),
+        "hosts": hosts,
+        "text": text,
+        "peak_rss": peak[0],
+        "log": logfile,
+    }
+
+
+def lab(name: str, *args: str, transport: str, extra_env: dict | None = None, **kw) -> dict:
+    env = {"GPUFABRIC_LAB_CONNECTION": transport, **(extra_env or {})}
+    log(f"{name}: lab/lab.sh {' '.join(args)} over {transport}")
+    return run(name, [str(LAB), *args], env=env, **kw)
+
+
+def profile(text: str) -> list:
+    """(name, seconds) of every task in a profile_tasks recap."""
+    rows, inside = [], False
+    for line in text.splitlines():
+        if line.startswith("TASKS RECAP"):
+            inside = True
+            continue
+        if inside:
+            m = PROFILE.match(line.strip())
+            if m:
+                rows.append((m["name"], float(m["seconds"])))
+    return rows
+
+
+def noop_playbook(path: Path, tasks: int) -> None:
+    body = []
+    for i in range(tasks):
+        if i % 2 == 0:
+            body.append({"name": f"Stat {i}", "ansible.builtin.stat": {"path": "/etc/hostname"}})
+        else:
+            body.append({"name": f"Command {i}", "ansible.builtin.command": "true", "changed_when": False})
+    path.write_text(yaml.safe_dump([{"name": "No-op", "hosts": "gpu_nodes", "gather_facts": False, "tasks": body}]))
+
+
+def per_task_costs(transports: list) -> dict:
+    """Seconds per no-op task on the lab's two nodes, per transport, one figure per round
+    (transports interleaved): the profile_tasks times of a play's tasks after its first one,
+    so start-up and connection set-up are not counted."""
+    costs: dict = {t: [] for t in transports}
+    with tempfile.TemporaryDirectory(prefix="gpufabric-bench.") as tmp:
+        play = Path(tmp) / "noop.yml"
+        noop_playbook(play, NOOP_TASKS + 1)
+        for rnd in range(ROUNDS):
+            for transport in transports:
+                env = {**transport_env(transport), **PROFILE_ENV, "PROFILE_TASKS_SORT_ORDER": "none"}
+                argv = ["ansible-playbook", "-i", "inventory/lab", "-e", f"gpufabric_lab_connection={transport}"]
+                timed = profile(run(f"noop-{transport}-r{rnd}", [*argv, str(play)], env=env)["text"])
+                costs[transport].append(sum(seconds for _name, seconds in timed[1:]) / (len(timed) - 1))
+                log(f"per-task {transport} round {rnd + 1}: {costs[transport][-1]:.3f} s")
+    return costs
+
+
+def transport_env(transport: str) -> dict:
+    """ANSIBLE_STRATEGY(_PLUGINS) as lab/common.sh sets them for a transport."""
+    out = subprocess.run(
+        ["bash", "-c", 'source lab/common.sh && lab_connection_env && env | grep -E "^ANSIBLE_STRATEGY" || true'],
+        cwd=REPO,
+        env=dict(os.environ, GPUFABRIC_LAB_CONNECTION=transport),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    env = dict(line.split("=", 1) for line in out.stdout.splitlines())
+    env.setdefault("ANSIBLE_STRATEGY", "linear")
+    env["ANSIBLE_STRATEGY_PLUGINS"] = env.get("ANSIBLE_STRATEGY_PLUGINS", "")
+    return env
+
+
+def large_lab(count: int) -> tuple:
+    """An inventory for `count` nodes, beside inventory/lab's depth (its group_vars find the
+    checkout at inventory_dir/../..)."""
+    inv = REPO / ".lab" / f"bench-inventory-{count}"
+    shutil.rmtree(inv, ignore_errors=True)
+    inv.mkdir(parents=True)
+    (inv / "group_vars").symlink_to(Path("..") / ".." / "inventory" / "lab" / "group_vars")
+    names = [f"gpu-node-{i:02d}" for i in range(1, count + 1)]
+    nodes = {n: {"gpufabric_lab_snapshot": f"dgx-h200-8x8@{i}"} for i, n in enumerate(names, 1)}
+    controller = {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}"}
+    hosts = {"all": {"children": {"gpu_nodes": {"hosts": nodes}}, "hosts": {"localhost": controller}}}
+    (inv / "hosts.yml").write_text("---\n" + yaml.safe_dump(hosts, sort_keys=False))
+    # lab/lab.sh registers the inventory's GPU nodes as the cluster's Nodes, from their snapshots.
+    env = {"LAB_NODES": " ".join(names), "LAB_INVENTORY": str(inv)}
+    return env, names
+
+
+def nodes_memory(names: list) -> int:
+    """Memory the nodes' containers use (bytes, podman stats: cgroup usage without page cache)."""
+    out = subprocess.run(
+        ["podman", "stats", "--no-stream", "--no-reset", "--format", "{{.Name}} {{.MemUsage}}", *names],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    units = {"B": 1, "kB": 1e3, "KB": 1e3, "MB": 1e6, "GB": 1e9, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3}
+    total = 0.0
+    for line in out.splitlines():
+        m = re.match(r"^\S+\s+([\d.]+)\s*([A-Za-z]+)\s*/", line)
+        if m:
+            total += float(m[1]) * units.get(m[2], 1)
+    return int(total)
+
+
+def noop_check(name: str, result: dict) -> None:
+    if result["changed"]:
+        raise RunFailed(f"{name}: the rerun changed {result['changed']} things (log: {result['log']})")
+
+
+def main() -> int:
+    os.environ.setdefault("CONTAINERS_CONF", str(REPO / ".lab" / "containers.conf"))
+    default = default_transport()
+    profile_env = PROFILE_ENV
+    try:
+        lab("down", "down", transport=default)
+        start2 = lab("start-2", "start", transport=default)
+        first2 = lab("site-2-first", "site", transport=default, extra_env=profile_env, sample_memory=True)
+        noop2 = lab("site-2-noop", "site", transport=default, extra_env=profile_env)
+        noop_check("site.yml rerun on 2 nodes", noop2)
+        reruns = {default: noop2}
+        for transport in RERUN_TRANSPORTS:
+            if transport != default:
+                reruns[transport] = lab(f"site-2-noop-{transport}", "site", transport=transport)
+                noop_check(f"site.yml rerun over {transport}", reruns[transport])
+        costs = per_task_costs(TRANSPORTS)
+        large = None
+        if LARGE:
+            lab("down-2", "down", transport=default)
+            env, names = large_lab(LARGE)
+            start_l = lab(f"start-{LARGE}", "start", transport=default, extra_env=env)
+            first_l = lab(f"site-{LARGE}-first", "site", transport=default, extra_env=env, sample_memory=True)
+            mem_nodes = nodes_memory(names)
+            noop_l = lab(f"site-{LARGE}-noop", "site", transport=default, extra_env=env)
+            noop_check(f"site.yml rerun on {LARGE} nodes", noop_l)
+            lab(f"down-{LARGE}", "down", transport=default, extra_env=env)
+            large = (start_l, first_l, noop_l, mem_nodes)
+        else:
+            lab("down-2", "down", transport=default)
+    except RunFailed as exc:
+        print(f"FAILED: {exc}")
+        return 1
+
+    load = os.getloadavg()
+    print(f"controller: {os.cpu_count()} CPUs, load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} at the end")
+    print(f"\nper-task cost on 2 nodes (a no-op task on both; median of {ROUNDS} rounds; all rounds):")
+    for transport in TRANSPORTS:
+        rounds = ", ".join(f"{c:.3f}" for c in costs[transport])
+        print(f"  {transport:8s} {statistics.median(costs[transport]):6.3f} s/task   ({rounds})")
+    print(f"\nmake lab on 2 nodes over {default}:")
+    print(f"  nodes + API double + prepare.yml {start2['wall']:7.1f} s")
+    print(
+        f"  site.yml first run               {first2['wall']:7.1f} s  "
+        f"({first2['tasks']} tasks, changed={first2['changed']})"
+    )
+    print(
+        f"  site.yml no-op rerun             {noop2['wall']:7.1f} s  ({noop2['tasks']} tasks, "
+        f"changed={noop2['changed']}, {noop2['wall'] / first2['wall']:.0%} of the first run; target <= 40 %)"
+    )
+    print(f"  controller peak RSS (first run)  {first2['peak_rss'] / 2**20:7.0f} MiB")
+    print("\nsite.yml no-op rerun on 2 nodes, per transport:")
+    for transport, result in reruns.items():
+        print(
+            f"  {transport:8s} {result['wall']:7.1f} s  {result['tasks']:4d} tasks  "
+            f"{result['wall'] / max(result['tasks'], 1):.2f} s/task  changed={result['changed']}"
+        )
+    print(f"\nslowest tasks of the no-op rerun over {default}, per role (profile_tasks, seconds for both nodes):")
+    by_role: dict = {}
+    for name, seconds in profile(noop2["text"]):
+        role, _sep, task = name.rpartition(" : ")
+        by_role.setdefault(role.rsplit(".", 1)[-1] or "(play)", []).append((seconds, task))
+    for role, rows in sorted(by_role.items(), key=lambda kv: -sum(s for s, _t in kv[1])):
+        rows.sort(reverse=True)
+        print(f"  {role}: {len(rows)} tasks, {sum(s for s, _t in rows):.1f} s")
+        for seconds, task in rows[:3]:
+            print(f"      {seconds:6.2f} s  {task}")
+    if large:
+        start_l, first_l, noop_l, mem_nodes = large
+        print(f"\n{LARGE} nodes over {default}:")
+        print(f"  nodes + API double + prepare.yml {start_l['wall']:7.1f} s")
+        print(
+            f"  site.yml first run               {first_l['wall']:7.1f} s  "
+            f"({first_l['wall'] / first2['wall']:.2f}x the 2-node run; target <= 3x)"
+        )
+        print(f"  site.yml no-op rerun             {noop_l['wall']:7.1f} s  (changed={noop_l['changed']})")
+        print(f"  memory: nodes {mem_nodes / 2**20:.0f} MiB ({mem_nodes / LARGE / 2**20:.0f} MiB each), ", end="")
+        print(f"controller Ansible peak RSS {first_l['peak_rss'] / 2**20:.0f} MiB")
+    print(f"\nlogs: {LOGS}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,23 @@
+# Copyright: (c) 2026, gpufabric.rollout contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters of the drain and the rolling upgrade (plugins/module_utils/_drain.py, _upgrade.py)."""
+
+from __future__ import annotations
+
+from ansible_collections.gpufabric.rollout.plugins.module_utils import _drain, _upgrade
+
+
+def drain_blockers(pods, pdbs, node, force=False, delete_emptydir_data=False):
+    """The Pods a drain of ``node`` still waits for, each with what holds it: {count, lines, text}."""
+    lines = _drain.blockers(pods or [], pdbs or [], str(node), bool(force), bool(delete_emptydir_data))
+    return _drain.summary(lines)
+
+
+def upgrade_stop(failed, total, max_fail_percentage):
+    """True once more than ``max_fail_percentage`` percent of the ``total`` nodes to upgrade failed."""
+    return _upgrade.stop(int(failed), int(total), int(max_fail_percentage))
+
+
+class FilterModule:
+    def filters(self):
+        return {"drain_blockers": drain_blockers, "upgrade_stop": upgrade_stop}

@@ -1,0 +1,106 @@
+# Copyright: (c) 2026, gpufabric.rollout contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The one publish path of the cluster roles: which objects a component owns, which of the
+objects found in the cluster left the plan, and what listing and deleting them needs.
+
+Pure and typed. Every object the plan makes carries two labels: ``app.kubernetes.io/managed-by:
+gpufabric.rollout`` and ``gpufabric.io/component: <role part>`` (`own()` sets them). A role
+applies its part of the plan, then lists the kinds it can ever create (its *prune kinds*, in the
+shape ``{api_group, version, resources}``) with the label selector of `selector()`, and deletes
+what `stale()` names: objects it made earlier that this plan no longer has (a rail removed, an
+IPAM kind switched, a driver group gone). Objects without the labels are never touched.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Dict, Iterable, List, Mapping, Tuple
+
+MANAGED_BY_KEY = "app.kubernetes.io/managed-by"
+MANAGED_BY = "gpufabric.rollout"
+COMPONENT_KEY = "gpufabric.io/component"
+
+
+class PublishError(ValueError):
+    """A prune kind or an object is malformed (the message names it)."""
+
+
+def own(objects: Iterable[Mapping[str, Any]], component: str) -> List[Dict[str, Any]]:
+    """Copies of `objects` labelled as made by this collection for `component`."""
+    if not component:
+        raise PublishError("a component name is required to label objects")
+    out = []
+    for obj in objects or []:
+        item = copy.deepcopy(dict(obj))
+        meta = item.setdefault("metadata", {})
+        labels = dict(meta.get("labels") or {})
+        labels[MANAGED_BY_KEY] = MANAGED_BY
+        labels[COMPONENT_KEY] = component
+        meta["labels"] = labels
+        out.append(item)
+    return out
+
+
+def selector(component: str) -> List[str]:
+    """kubernetes.core label_selectors that find what `component` made."""
+    return [f"{MANAGED_BY_KEY}={MANAGED_BY}", f"{COMPONENT_KEY}={component}"]
+
+
+def _key(obj: Mapping[str, Any]) -> Tuple[str, str, str, str]:
+    meta = obj.get("metadata") or {}
+    group = str(obj.get("apiVersion") or "").rpartition("/")[0]
+    return (group, str(obj.get("kind") or ""), str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+
+
+def stale(found: Iterable[Mapping[str, Any]], planned: Iterable[Mapping[str, Any]]) -> List[Dict[str, str]]:
+    """The objects in `found` (k8s_info resources) that `planned` does not have, sorted, as
+    ``{api_version, kind, namespace, name}``. Objects being deleted are left to finish."""
+    keep = {_key(o) for o in planned or []}
+    out = []
+    for obj in found or []:
+        meta = obj.get("metadata") or {}
+        if meta.get("deletionTimestamp") or _key(obj) in keep:
+            continue
+        out.append(
+            {
+                "api_version": str(obj.get("apiVersion") or ""),
+                "kind": str(obj.get("kind") or ""),
+                "namespace": str(meta.get("namespace") or ""),
+                "name": str(meta.get("name") or ""),
+            }
+        )
+    return sorted(out, key=lambda o: (o["kind"], o["namespace"], o["name"]))
+
+
+def _check_kind(index: int, kind: Any) -> Mapping[str, Any]:
+    if not isinstance(kind, Mapping) or not kind.get("version") or not kind.get("resources"):
+        raise PublishError(f"prune kinds[{index}] needs version and resources (api_group for custom kinds): {kind!r}")
+    return kind
+
+
+def prune_queries(kinds: Iterable[Mapping[str, Any]]) -> List[Dict[str, str]]:
+    """One k8s_info query per resource of the prune kinds: ``{api_version, kind}`` (kind is the
+    plural resource name, which kubernetes.core resolves)."""
+    out = []
+    for index, kind in enumerate(kinds or []):
+        kind = _check_kind(index, kind)
+        group = kind.get("api_group") or ""
+        api_version = f"{group}/{kind['version']}" if group else str(kind["version"])
+        out.extend({"api_version": api_version, "kind": str(res)} for res in kind["resources"])
+    return out
+
+
+def prune_rules(kinds: Iterable[Mapping[str, Any]]) -> List[Dict[str, Any]]:
+    """The RBAC-shaped rules (gpufabric.rollout.k8s_access) that pruning needs: list every prune
+    kind in all namespaces, delete it."""
+    rules = []
+    for index, kind in enumerate(kinds or []):
+        kind = _check_kind(index, kind)
+        rules.append(
+            {
+                "api_group": kind.get("api_group") or "",
+                "resources": list(kind["resources"]),
+                "verbs": ["list", "delete"],
+            }
+        )
+    return rules

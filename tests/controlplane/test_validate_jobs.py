@@ -1,0 +1,121 @@
+"""validate's NCCL Job set on the real control plane: applied as the collection's least-privilege
+identity (the shipped RBAC), validated by the API server, scheduled by the real scheduler one Pod
+per GPU node with every GPU and rail resource the operator stand-in advertises, completed (kwok
+plays the kubelets: no container runs), read back into the report's checks, deleted."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+from controlplane_support import NODES, wait_until
+from kubernetes import client
+
+from ansible_collections.gpufabric.rollout.plugins.module_utils import _validate_jobs
+from ansible_collections.gpufabric.rollout.plugins.module_utils._cluster_plan import plan_cluster
+
+NS = "default"  # the plan's nad_namespace, where the NCCL ConfigMaps are and the shipped Role is bound
+OPTIONS = {
+    "image": "ghcr.io/coreweave/nccl-tests:12.9.1-devel-ubuntu22.04-nccl2.28.3-1-8b67957",
+    "binary": "/opt/nccl_tests/build/all_reduce_perf",
+    "min_bytes": "1M",
+    "max_bytes": "8G",
+    "iters": 20,
+    "timeout": 600,
+    "ssh_port": 2222,
+    "keep_jobs": False,
+}
+
+
+@pytest.fixture(scope="module")
+def network(cluster, crds, topology):
+    """The rails applied (policies, pools, NADs, NCCL ConfigMaps in the default namespace) and their
+    RDMA resources advertised; GPUs other tests hold are given back."""
+    plan = plan_cluster(
+        {"supernet": "10.200.0.0/16", "rail_prefix": 20, "block_size": 32},
+        topology,
+        {"pod": "10.244.0.0/16", "service": "10.96.0.0/12"},
+        {"transport": "roce", "rdma_netns_mode": "shared", "mtu": 9000, "roce_tos": 106},
+        "2.27.3",
+    )
+    cluster.apply(plan["objects"]["network_operator"] + plan["objects"]["rdma_networks"])
+    core = client.CoreV1Api(cluster.api())
+    wanted = {r["resource"] for r in plan["rails"]}
+    wait_until(
+        lambda: all(wanted <= set(core.read_node(n).status.allocatable) for n in NODES),
+        "the RDMA resources advertised on both nodes",
+    )
+    for pod in core.list_pod_for_all_namespaces().items:
+        limits = (pod.spec.containers[0].resources.limits or {}) if pod.spec.containers else {}
+        if "nvidia.com/gpu" in limits:
+            core.delete_namespaced_pod(pod.metadata.name, pod.metadata.namespace, grace_period_seconds=0)
+    wait_until(
+        lambda: (
+            not [
+                p
+                for p in core.list_pod_for_all_namespaces().items
+                if p.spec.containers and "nvidia.com/gpu" in (p.spec.containers[0].resources.limits or {})
+            ]
+        ),
+        "the GPUs of earlier tests' Pods given back",
+    )
+    return plan
+
+
+def _get(cluster, *args):
+    return json.loads(cluster.kubectl("get", *args, "-o", "json").stdout)
+
+
+def test_the_job_set_runs_as_the_collections_identity_one_pod_per_gpu_node(cluster, network):
+    jobs = _validate_jobs.job_set(network, {n: n for n in NODES}, OPTIONS)
+    assert jobs["skipped"] == [] and len(jobs["jobs"]) == 1
+    job = jobs["jobs"][0]
+    objects = [_validate_jobs.secret(job, *_validate_jobs.ssh_keypair()), *job["objects"]]
+    cluster.apply(objects, kubeconfig=cluster.kubeconfig)
+
+    def finished():
+        state = _get(cluster, "-n", NS, "job", job["name"])
+        done = [c for c in state.get("status", {}).get("conditions", []) if c["type"] == "Complete"]
+        return state if done and done[0]["status"] == "True" else None
+
+    state = wait_until(finished, f"Job {job['name']} Complete", timeout=120)
+    pods = _get(cluster, "-n", NS, "pods", "-l", f"batch.kubernetes.io/job-name={job['name']}")["items"]
+    checks = _validate_jobs.job_checks(job, state, pods)
+    assert [(c["name"], c["measured"], c["passed"]) for c in checks] == [
+        ("Job completed", "Complete", True),
+        ("one Pod on each node", "gpu-node-01,gpu-node-02", True),
+    ]
+    launcher = _validate_jobs.launcher_pod(pods)
+    assert launcher is not None and launcher["spec"]["hostname"] == f"{job['name']}-0"
+    assert launcher["spec"]["subdomain"] == job["name"]
+    limits = launcher["spec"]["containers"][0]["resources"]["limits"]
+    assert limits["nvidia.com/gpu"] == "8" and {f"rdma/rail{i}" for i in range(8)} <= set(limits)
+    # The API server filled in what the Job controller needs, and kept the success policy.
+    assert state["spec"]["successPolicy"] == {"rules": [{"succeededIndexes": "0"}]}
+    assert state["spec"]["selector"]["matchLabels"]["batch.kubernetes.io/controller-uid"]
+
+    for kind, name in (("job", job["name"]), ("service", job["name"]), ("secret", job["secret"])):
+        cluster.kubectl(
+            "-n", NS, "delete", kind, name, "--cascade=background", "--wait=true", kubeconfig=cluster.kubeconfig
+        )
+    wait_until(
+        lambda: not _get(cluster, "-n", NS, "pods", "-l", f"batch.kubernetes.io/job-name={job['name']}")["items"],
+        "the Job's Pods gone with it",
+    )
+
+
+def test_the_api_server_refuses_a_success_policy_beyond_the_completions(cluster, network):
+    job = _validate_jobs.job_set(network, {n: n for n in NODES}, OPTIONS)["jobs"][0]
+    broken = json.loads(json.dumps(job["objects"][1]))
+    broken["spec"]["successPolicy"] = {"rules": [{"succeededIndexes": "7"}]}  # index 7 of a 2-Pod Job
+    kubectl = [str(cluster.bin / "kubectl"), "--kubeconfig", str(cluster.kubeconfig)]
+    res = subprocess.run(
+        [*kubectl, "apply", "--server-side", "--dry-run=server", "-f", "-"],
+        input=json.dumps(broken),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert res.returncode != 0
+    assert "successPolicy" in res.stderr and "succeededIndexes" in res.stderr

@@ -1,0 +1,86 @@
+"""The cluster roles' publish path (plugins/module_utils/_k8s_publish.py): labels, what is stale,
+what pruning lists and needs."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.gpufabric.rollout.plugins.module_utils import _k8s_publish
+
+
+def obj(kind, name, namespace=None, api="nv-ipam.nvidia.com/v1alpha1", **meta):
+    metadata = dict(name=name, **meta)
+    if namespace:
+        metadata["namespace"] = namespace
+    return {"apiVersion": api, "kind": kind, "metadata": metadata}
+
+
+def test_own_labels_copies_and_keeps_other_labels():
+    planned = [obj("IPPool", "rail-0", "ns", labels={"gpufabric.io/rail": "0"})]
+    owned = _k8s_publish.own(planned, "rdma_networks")
+    assert owned[0]["metadata"]["labels"] == {
+        "gpufabric.io/rail": "0",
+        "app.kubernetes.io/managed-by": "gpufabric.rollout",
+        "gpufabric.io/component": "rdma_networks",
+    }
+    assert "app.kubernetes.io/managed-by" not in planned[0]["metadata"]["labels"], "the plan's input is not changed"
+    with pytest.raises(_k8s_publish.PublishError):
+        _k8s_publish.own(planned, "")
+
+
+def test_selector_names_the_collection_and_the_component():
+    assert _k8s_publish.selector("gpu_operator") == [
+        "app.kubernetes.io/managed-by=gpufabric.rollout",
+        "gpufabric.io/component=gpu_operator",
+    ]
+
+
+def test_stale_is_what_the_plan_no_longer_has():
+    planned = [obj("IPPool", "rail-0", "ns"), obj("IPPool", "rail-1", "ns")]
+    found = [
+        obj("IPPool", "rail-1", "ns"),
+        obj("IPPool", "rail-2", "ns"),  # a rail removed from the plan
+        obj("IPPool", "rail-0", "other"),  # same name, another namespace
+        obj("CIDRPool", "rail-0", "ns"),  # same name, another kind (IPAM switched)
+        obj("IPPool", "rail-3", "ns", deletionTimestamp="2026-12-01T00:00:00Z"),  # already going
+    ]
+    assert _k8s_publish.stale(found, planned) == [
+        {"api_version": "nv-ipam.nvidia.com/v1alpha1", "kind": "CIDRPool", "namespace": "ns", "name": "rail-0"},
+        {"api_version": "nv-ipam.nvidia.com/v1alpha1", "kind": "IPPool", "namespace": "ns", "name": "rail-2"},
+        {"api_version": "nv-ipam.nvidia.com/v1alpha1", "kind": "IPPool", "namespace": "other", "name": "rail-0"},
+    ]
+    assert _k8s_publish.stale(planned, planned) == []
+
+
+def test_stale_tells_api_groups_apart_and_keeps_cluster_scoped_objects_unnamespaced():
+    planned = [obj("NicClusterPolicy", "nic-cluster-policy", api="mellanox.com/v1alpha1")]
+    found = [obj("NicClusterPolicy", "nic-cluster-policy", api="example.com/v1")]
+    assert _k8s_publish.stale(found, planned) == [
+        {"api_version": "example.com/v1", "kind": "NicClusterPolicy", "namespace": "", "name": "nic-cluster-policy"}
+    ]
+
+
+def test_prune_queries_and_rules_come_from_one_kind_list():
+    kinds = [
+        {"api_group": "nv-ipam.nvidia.com", "version": "v1alpha1", "resources": ["ippools", "cidrpools"]},
+        {"api_group": "", "version": "v1", "resources": ["configmaps"]},
+    ]
+    assert _k8s_publish.prune_queries(kinds) == [
+        {"api_version": "nv-ipam.nvidia.com/v1alpha1", "kind": "ippools"},
+        {"api_version": "nv-ipam.nvidia.com/v1alpha1", "kind": "cidrpools"},
+        {"api_version": "v1", "kind": "configmaps"},
+    ]
+    assert _k8s_publish.prune_rules(kinds) == [
+        {"api_group": "nv-ipam.nvidia.com", "resources": ["ippools", "cidrpools"], "verbs": ["list", "delete"]},
+        {"api_group": "", "resources": ["configmaps"], "verbs": ["list", "delete"]},
+    ]
+
+
+@pytest.mark.parametrize(
+    "bad", [{"resources": ["x"]}, {"version": "v1"}, "ippools", {"version": "v1", "resources": []}]
+)
+def test_a_malformed_prune_kind_is_named(bad):
+    with pytest.raises(_k8s_publish.PublishError, match=r"prune kinds\[0\]"):
+        _k8s_publish.prune_queries([bad])
+    with pytest.raises(_k8s_publish.PublishError, match=r"prune kinds\[0\]"):
+        _k8s_publish.prune_rules([bad])

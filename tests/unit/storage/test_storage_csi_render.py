@@ -1,0 +1,176 @@
+"""The storage_csi role in render mode, run by ansible-playbook on this machine with the plan of the lab intent:
+it writes the planned objects, the Helm values, the driver manifests with their images set as planned, the node
+labels and a kustomization that lists them all; a second run changes nothing; a filesystem dropped from the
+plan takes its files with it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from storage_support import CRDS, CSI_VARS, REPO, cluster_plan
+
+RENDER = {"storage_csi_image_registry": "mirror.lab/csi", "gpufabric_k8s_mode": "render"}
+PLAYBOOK = """
+- name: Render the storage CSI objects
+  hosts: localhost
+  connection: local
+  gather_facts: false
+  vars_files: [plan.json]
+  roles:
+    - role: gpufabric.rollout.storage_csi
+"""
+
+
+def manifests(tmp_path):
+    """Small stand-ins for the manifests a user keeps: the Scale operator (its CRD, upstream, and a Deployment
+    with the operator's image and CSI_*_IMAGE variables) and the NVMe-oF node DaemonSet."""
+    scale = tmp_path / "ibm-spectrum-scale-csi-operator.yaml"
+    operator = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "ibm-spectrum-scale-csi-operator", "namespace": "ibm-spectrum-scale-csi-driver"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "op"}},
+            "template": {
+                "metadata": {"labels": {"app": "op"}},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "operator",
+                            "image": "quay.io/ibm-spectrum-scale/ibm-spectrum-scale-csi-operator@sha256:bd58",
+                            "env": [
+                                {
+                                    "name": "CSI_ATTACHER_IMAGE",
+                                    "value": "registry.k8s.io/sig-storage/csi-attacher@sha256:5a",
+                                }
+                            ],
+                        }
+                    ]
+                },
+            },
+        },
+    }
+    crd = (CRDS / "csiscaleoperators.csi.ibm.com.yaml").read_text()
+    scale.write_text(crd + "---\n" + yaml.safe_dump(operator))
+    nvmf = tmp_path / "csi-driver-nvmf"
+    nvmf.mkdir()
+    (nvmf / "csi-nvmf-node.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "DaemonSet",
+                "metadata": {"name": "csi-nvmf-node", "namespace": "kube-system"},
+                "spec": {
+                    "selector": {"matchLabels": {"app": "n"}},
+                    "template": {
+                        "metadata": {"labels": {"app": "n"}},
+                        "spec": {"containers": [{"name": "csi-nvmf-plugin", "image": "nvmfplugin:latest"}]},
+                    },
+                },
+            }
+        )
+    )
+    (nvmf / "csi-nvmf-driver.yaml").write_text(
+        "apiVersion: storage.k8s.io/v1\nkind: CSIDriver\nmetadata:\n  name: csi.nvmf.com\n"
+        "spec:\n  attachRequired: true\n  podInfoOnMount: true\n"
+    )
+    return scale, nvmf
+
+
+def play(tmp_path, plan, render_dir):
+    (tmp_path / "plan.json").write_text(
+        json.dumps({"gpufabric_plan": plan, "gpufabric_k8s_render_dir": str(render_dir)}, default=str)
+    )
+    (tmp_path / "render.yml").write_text(PLAYBOOK)
+    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    env["ANSIBLE_COLLECTIONS_PATH"] = str(REPO / ".collections")
+    env["ANSIBLE_LOCAL_TEMP"] = str(tmp_path / "ansible-tmp")
+    done = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "ansible-playbook"),
+            "-i",
+            "localhost,",
+            "-e",
+            f"ansible_python_interpreter={sys.executable}",
+            str(tmp_path / "render.yml"),
+        ],
+        cwd=str(tmp_path),
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    recap = [line for line in done.stdout.splitlines() if line.startswith("localhost")][-1]
+    return int(recap.split("changed=")[1].split()[0])
+
+
+@pytest.mark.slow
+def test_render_mode_writes_the_planned_objects(tmp_path, check):
+    scale, nvmf = manifests(tmp_path)
+    drivers = json.loads(json.dumps(CSI_VARS["storage_csi_drivers"]))
+    drivers["gpfs"]["manifest"] = str(scale)
+    drivers["nvmeof"]["manifest"] = str(nvmf)
+    plan = cluster_plan(
+        check,
+        {
+            "storage_csi_drivers": drivers,
+            "storage_csi_image_registry": "mirror.lab/csi",
+            "gpufabric_k8s_mode": "render",
+        },
+    )
+    out = tmp_path / "rendered"
+    assert play(tmp_path, plan, out) > 0
+    folder = out / "storage_csi"
+    kustomization = yaml.safe_load((folder / "kustomization.yaml").read_text())
+    rendered = [yaml.safe_load((folder / name).read_text()) for name in kustomization["resources"]]
+    planned = [o for part in plan["storage"]["objects"].values() for o in part]
+    assert [o for o in rendered if o in planned] == planned, "every planned object is rendered as planned"
+    kinds = sorted(o["kind"] for o in rendered if o not in planned)
+    assert kinds == ["CSIDriver", "CustomResourceDefinition", "DaemonSet", "Deployment"], "the kept manifests"
+    daemonset = next(o for o in rendered if o["kind"] == "DaemonSet")
+    assert daemonset["spec"]["template"]["spec"]["containers"][0]["image"] == "mirror.lab/csi/nvmfplugin:1.0"
+    deployment = next(o for o in rendered if o["kind"] == "Deployment")
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert container["image"].startswith("mirror.lab/csi/ibm-spectrum-scale/ibm-spectrum-scale-csi-operator@")
+    assert container["env"][0]["value"] == "mirror.lab/csi/sig-storage/csi-attacher@sha256:5a"
+    charts = {c["releaseName"]: c for c in kustomization["helmCharts"]}
+    assert (
+        charts["csi-driver-nfs"]["repo"]
+        == "https://raw.githubusercontent.com/kubernetes-csi/csi-driver-nfs/master/charts"
+    )
+    assert charts["csi-driver-nfs"]["version"] == "4.13.4"
+    assert charts["lustre-csi-driver"]["chartHome"] == "/opt/lustre-csi-driver/charts"
+    assert yaml.safe_load((folder / "values-weka.yaml").read_text())["images"]["csidriver"] == (
+        "mirror.lab/csi/weka.io/csi-wekafs"
+    )
+    labels = list(yaml.safe_load_all((folder / "node-labels.yaml").read_text()))
+    assert [n["metadata"]["name"] for n in labels if n] == ["gpu-node-01", "gpu-node-02"]
+    # rendering the same plan again changes nothing
+    assert play(tmp_path, plan, out) == 0
+    # a plan without the NFS filesystem drops its StorageClass, Secret and values
+    intent = [
+        fs
+        for fs in yaml.safe_load((REPO / "molecule/storage/group_vars/gpu_nodes/storage.yml").read_text())[
+            "gpufabric_storage"
+        ]
+        if fs["backend"] != "nfs"
+    ]
+    smaller = cluster_plan(
+        check,
+        {
+            "storage_csi_drivers": drivers,
+            "storage_csi_image_registry": "mirror.lab/csi",
+            "gpufabric_k8s_mode": "render",
+        },
+        node_changes={"gpufabric_storage": intent},
+    )
+    assert play(tmp_path, smaller, out) > 0
+    names = sorted(p.name for p in folder.iterdir())
+    assert not [n for n in names if "datasets" in n] and "values-nfs.yaml" not in names
