@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from conftest import read_text, sys_path
 
 PFC = [0, 0, 0, 1, 0, 0, 0, 0]
@@ -123,20 +124,58 @@ def test_acs_redirect_is_cleared_above_the_rails_only_where_asked(mofed, inbox, 
         ctl = _acs_ctl(mofed, bdf)
         assert ctl & 0x0C == 0, f"{bdf}: ACS control {ctl:#06x} still redirects P2P on the DOCA-OFED node"
         assert ctl == 0x0011, f"{bdf}: ACS control {ctl:#06x}, expected only the redirect bits cleared (0x0011)"
+    # the DOCA-OFED node's topology facts file says so too (the roce role rewrote it after the change)
+    mofed_acs = {b["bdf"]: b["acs"] for b in topology(mofed)["pcie"]["bridges"] if b["bdf"] in bridges}
+    assert mofed_acs == {bdf: {"ctl": 0x0011, "redirect": False} for bdf in bridges}, mofed_acs
+
+
+def _unit(host, unit, *props):
+    out = host.check_output("systemctl show %s -p %s", unit, ",".join(props))
+    return dict(line.split("=", 1) for line in out.splitlines())
 
 
 def test_the_boot_service_is_enabled_and_reapplies_the_plan_at_boot(node, rebooted):
+    """A oneshot without RemainAfterExit (inactive between runs, so that every start of openibd runs
+    it again): before the reboot the converge has only installed and enabled it; after it, the boot
+    run found the power-on state, logged the drift and re-applied every planned NIC."""
     name, host = node
     assert host.service("gpufabric-roce.service").is_enabled
-    state = host.check_output("systemctl show -p ActiveState,Result --value gpufabric-roce.service").split()
+    unit = _unit(host, "gpufabric-roce.service", "ActiveState", "Result", "RemainAfterExit", "InvocationID")
+    assert unit["RemainAfterExit"] == "no", unit
     if not rebooted:
-        # Installed and enabled by the converge; it runs at the next boot (the side effect's reboot).
-        assert state[0] == "inactive", state
+        # Installed and enabled by the converge; nothing started it yet (the side effect's reboot does).
+        assert unit["ActiveState"] == "inactive" and unit["InvocationID"] == "", unit
         return
-    assert state == ["active", "success"], state
+    assert (unit["ActiveState"], unit["Result"]) == ("inactive", "success"), unit
     journal = host.check_output("journalctl -b -u gpufabric-roce.service -o cat --no-pager")
     backend, count = EXPECTED[name]
     assert f"{count} interfaces via {backend}, {count} re-applied" in journal, journal
     assert "drift " in journal, journal
     if name == "mofed":
         assert "drift acs " in journal, journal
+
+
+def test_openibd_starts_the_boot_service_with_every_start_and_reload(mofed):
+    dropin = read_text(mofed, "/etc/systemd/system/openibd.service.d/gpufabric-roce.conf")
+    assert "Wants=gpufabric-roce.service" in dropin, dropin
+    assert "ExecReload=/usr/bin/systemctl --no-block start gpufabric-roce.service" in dropin, dropin
+    unit = _unit(mofed, "gpufabric-roce.service", "After")
+    assert "openibd.service" in unit["After"].split(), unit
+
+
+def test_an_openibd_restart_is_followed_by_the_re_apply(mofed, rebooted):
+    """The side effect restarted openibd after the reboot (the driver reload puts the NIC QoS back to
+    power-on values): the service's last run started after openibd's, found drift and re-applied it
+    (the read-back tests above, run after it, find every setting in place)."""
+    if not rebooted:
+        pytest.skip("the openibd restart is part of the side effect; this verify runs before it")
+    ibd = _unit(mofed, "openibd.service", "ActiveState", "ActiveEnterTimestampMonotonic")
+    roce = _unit(mofed, "gpufabric-roce.service", "ExecMainStartTimestampMonotonic", "InvocationID", "Result")
+    assert ibd["ActiveState"] == "active", ibd
+    assert int(roce["ExecMainStartTimestampMonotonic"]) > int(ibd["ActiveEnterTimestampMonotonic"]), (ibd, roce)
+    assert roce["Result"] == "success", roce
+    log = mofed.check_output("journalctl _SYSTEMD_INVOCATION_ID=%s -o cat --no-pager", roce["InvocationID"])
+    backend, count = EXPECTED["mofed"]
+    assert re.search(rf"{count} interfaces via {backend}, [1-9][0-9]* re-applied$", log, re.M), log
+    assert re.search(r"^drift ", log, re.M), log
+    assert "failed" not in log, log

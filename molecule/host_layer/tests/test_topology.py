@@ -2,9 +2,9 @@
 layouts (lab/snapshots/layouts/dgx-h200-8x8.json, pcie-l40s-4x2.json): 8 H200 GPUs, 8 rail NICs behind
 the same PCIe switches (PIX), two storage NICs, one storage port down, ACS redirect on two switch
 ports; a PCIe server with 4 L40S on root ports and 2 NICs on socket 0 (GPU2 and GPU3 cross the
-sockets: SYS, NUMA mismatch; GPU3 trained at x8). The report files are written from the discovery of
-the run that wrote them last (the idempotence run): on the DOCA-OFED node the converge had cleared
-ACS redirect."""
+sockets: SYS, NUMA mismatch; GPU3 trained at x8). On the DOCA-OFED node the converge cleared ACS
+redirect, and the roce role rewrote the report files from the facts as they stood after that (the
+idempotence run, which discovers the cleared bridges, changed nothing)."""
 
 from __future__ import annotations
 
