@@ -3,6 +3,8 @@
 #   1. make lab's steps: nodes, the lab cluster, prepare, site.yml (must succeed);
 #   2. site.yml again: must change nothing (changed=0 on every host);
 #   3. site.yml --check on the converged lab: must report nothing to change;
+#   4. one NIC of the last node trained down to x8: playbooks/validate.yml must fail, naming the
+#      node, the NIC and the figure (the healthy runs above passed every gate);
 # then the lab is removed. Exits 1 naming the run and the hosts that changed or failed; the logs
 # stay in .lab/check/. LAB_NODES and LAB_INVENTORY run it on other node names (lab/lab.sh).
 set -euo pipefail
@@ -40,3 +42,23 @@ trap '"${LAB_ROOT}/lab.sh" down >/dev/null 2>&1 || true' EXIT
 run first "first run (make lab)" any "${LAB_ROOT}/lab.sh" up
 run second "second run (changes nothing)" idle "${LAB_ROOT}/lab.sh" site
 run check "check mode on the converged lab (nothing to change)" idle "${LAB_ROOT}/lab.sh" site --check
+
+# 4. A down-trained link (the commonest silent loss): the proof must catch it and name it.
+read -r -a lab_nodes <<<"${LAB_NODES:-gpu-node-01 gpu-node-02}"
+slow="${lab_nodes[-1]}"
+podman exec "${slow}" sh -c \
+    'echo 8 > /var/lib/gpufabric-lab/sysroot/sys/class/infiniband/mlx5_3/device/current_link_width' ||
+    die "could not train mlx5_3 of ${slow} down to x8"
+start="${SECONDS}"
+log_file="${logs}/degraded.log"
+if "${LAB_ROOT}/lab.sh" validate >"${log_file}" 2>&1; then
+    die "a NIC at x8: validate.yml passed (log ${log_file})"
+fi
+# (grep reads a file: `grep -q` at the end of a pipe may exit before the writer is done, and
+# pipefail then reports the writer's SIGPIPE as a miss.)
+sed -E 's/\x1b\[[0-9;]*[A-Za-z]//g' "${log_file}" >"${log_file}.plain"
+for want in "Validation failed" "FAIL host ${slow} mlx5_3: PCIe link at maximum" "FAIL rdma ${slow} mlx5_3:"; do
+    grep -qF -- "${want}" "${log_file}.plain" ||
+        die "a NIC at x8: validate.yml failed without naming '${want}' (log ${log_file})"
+done
+log "a NIC trained down to x8 fails the proof, named: passed in $((SECONDS - start)) s"

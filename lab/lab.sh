@@ -10,6 +10,7 @@
 #        lab/lab.sh site [ARGS...]  run site.yml again on the running lab (make site; ARGS go to
 #                                   ansible-playbook, e.g. --check --diff)
 #        lab/lab.sh plan [ARGS...]  run playbooks/plan.yml on the running lab: the dry run (make plan)
+#        lab/lab.sh validate [ARGS...]  run playbooks/validate.yml on the running lab (the proof alone)
 #        lab/lab.sh down            remove the nodes and the cluster (its state too)
 # Extra ansible-playbook arguments can also be given in LAB_PLAYBOOK_ARGS (e.g. "--check --diff").
 # Another shape of lab (benchmarks/bench_lab.py runs 16 nodes): LAB_NODES (node names) and
@@ -100,6 +101,7 @@ case "${1:-}" in
     start) lab_connection_env; start ;;
     site) shift; lab_connection_env; again site.yml ${LAB_PLAYBOOK_ARGS:-} "$@" ;;
     plan) shift; lab_connection_env; again playbooks/plan.yml ${LAB_PLAYBOOK_ARGS:-} "$@" ;;
+    validate) shift; lab_connection_env; again playbooks/validate.yml ${LAB_PLAYBOOK_ARGS:-} "$@" ;;
     down) down ;;
-    *) die "usage: lab/lab.sh up | start | site [ANSIBLE-PLAYBOOK ARGS...] | plan [ARGS...] | down" ;;
+    *) die "usage: lab/lab.sh up | start | site [ANSIBLE-PLAYBOOK ARGS...] | plan [ARGS...] | validate [ARGS...] | down" ;;
 esac

@@ -403,13 +403,14 @@ def start(state: State) -> int:
 
     spawn(state, "etcd", args_etcd(state, files, ports), base_env)
     spawn(state, "kube-apiserver", args_apiserver(state, files, ports), base_env)
-    # The controllers and the scheduler retry until the apiserver answers; started now, they
-    # are ready soon after it.
-    spawn(state, "kube-controller-manager", args_controller_manager(state, files), base_env)
-    spawn(state, "kube-scheduler", args_scheduler(state), base_env)
     api = Api(state, ports["apiserver"])
     wait_for("kube-apiserver /readyz", lambda: api.ok("/readyz"), READY_TIMEOUT, state, "kube-apiserver")
     timings["apiserver ready"] = time.monotonic() - t0
+    # The controller manager gives the apiserver only about 10 s to report healthy and then exits:
+    # on a loaded machine its RBAC bootstrap takes longer, so it (and the scheduler) start once the
+    # apiserver is ready.
+    spawn(state, "kube-controller-manager", args_controller_manager(state, files), base_env)
+    spawn(state, "kube-scheduler", args_scheduler(state), base_env)
     apply(state, RBAC_FILES)
     # kwok reads no config from $HOME (~/.kwok/kwok.yaml would be loaded first otherwise).
     spawn(state, "kwok", args_kwok(state), dict(base_env, HOME=str(state.root)))

@@ -41,19 +41,10 @@ def topology_warnings(facts, classes=None):
     return [w for w in warnings if w["class"] in classes]
 
 
-def topology_with_acs_control(facts, bridges):
-    """The facts once the ACS Control registers hold what the pcie_acs module's ``bridges`` result
-    says they hold after it ran (what a new discovery would read)."""
-    if not isinstance(bridges, list) or not all(isinstance(b, dict) and "bdf" in b for b in bridges):
-        raise AnsibleFilterError("topology_with_acs_control expects the bridges list of gpufabric.rollout.pcie_acs")
-    return _topology.with_acs_control(_check(facts), bridges)
-
-
 class FilterModule:
     def filters(self):
         return {
             "topology_report": topology_report,
             "topology_nccl_xml": topology_nccl_xml,
             "topology_warnings": topology_warnings,
-            "topology_with_acs_control": topology_with_acs_control,
         }

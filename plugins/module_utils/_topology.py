@@ -14,7 +14,6 @@ Runs on target hosts: Python >= 3.8, stdlib only.
 
 from __future__ import annotations
 
-import copy
 import os
 import re
 from typing import Any, Dict, List, Optional
@@ -481,27 +480,3 @@ def discover(sysroot: str, topo_text: Optional[str] = None, storage_nics: Option
         "nccl": nccl,
         "warnings": warnings,
     }
-
-
-def with_acs_control(facts: Dict[str, Any], bridges: List[Dict[str, Any]]) -> Dict[str, Any]:
-    """The facts as a new discovery reads them once the ACS Control registers of ``bridges`` hold
-    their ``after`` values (the ``bridges`` result of the pcie_acs module: ``bdf``, ``after`` as
-    4 hex digits, None for a bridge without the capability). Each such bridge's ``acs`` entry takes
-    the new value; its ``acs_redirect`` warning goes when the redirect bits are clear and names
-    the new value when they are not. Everything else is returned as it was (a copy)."""
-    after = {b["bdf"]: int(b["after"], 16) for b in bridges if b.get("after")}
-    out = copy.deepcopy(facts)
-    for bridge in (out.get("pcie") or {}).get("bridges") or []:
-        ctl = after.get(bridge.get("bdf"))
-        if ctl is not None and bridge.get("acs") is not None:
-            bridge["acs"] = {"ctl": ctl, "redirect": bool(ctl & ACS_REDIRECT_MASK)}
-    warnings = []
-    for warning in out.get("warnings") or []:
-        ctl = after.get(warning.get("device")) if warning.get("class") == "acs_redirect" else None
-        if ctl is not None:
-            if not ctl & ACS_REDIRECT_MASK:
-                continue
-            warning["message"] = re.sub(r"\(ACSCtl 0x[0-9a-f]{4}\)", f"(ACSCtl 0x{ctl:04x})", warning["message"])
-        warnings.append(warning)
-    out["warnings"] = warnings
-    return out

@@ -214,7 +214,7 @@ summary:
   description: C(total), C(passed), C(failed), C(ok).
   returned: always
   type: dict
-failed:
+failing:
   description: One line per failing check naming category, node, subject and the figures.
   returned: always
   type: list
@@ -454,7 +454,7 @@ def main():
         changed=changed,
         checks=checks,
         summary=_gates.summary(checks),
-        failed=[_gates.describe(c) for c in checks if not c["passed"]],
+        failing=[_gates.describe(c) for c in checks if not c["passed"]],
         text=text,
         gates=g,
     )

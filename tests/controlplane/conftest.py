@@ -16,7 +16,7 @@ from typing import Any, Dict
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from controlplane_support import CRDS, NODES, REPO, Cluster, private_cluster
+from controlplane_support import CRDS, NODES, Cluster, checked_plan, private_cluster
 
 
 @pytest.fixture(scope="session")
@@ -42,33 +42,5 @@ def topology(cluster) -> Dict[str, Dict[str, Any]]:
 
 @pytest.fixture(scope="session")
 def plan(topology) -> Dict[str, Any]:
-    """The cluster plan the network_operator and rdma_networks roles apply for the two nodes."""
-    from ansible_collections.gpufabric.rollout.plugins.action.plan import load_specs
-    from ansible_collections.gpufabric.rollout.plugins.module_utils._cluster_plan import plan_cluster
-    from ansible_collections.gpufabric.rollout.plugins.module_utils._intent import check
-    from ansible_collections.gpufabric.rollout.plugins.module_utils._plan_node import fabric_of
-
-    # The variables as the plan hands them to the planner: checked, the specs' defaults filled in.
-    specs = load_specs(str(REPO))["plan"]
-    spec = {"gpufabric_rails": specs["cluster_intent"]["gpufabric_rails"]}
-    spec["gpufabric_fabric"] = specs["node_intent"]["gpufabric_fabric"]
-    values, problems = check(
-        spec,
-        {
-            "gpufabric_rails": {
-                "supernet": "10.200.0.0/16",
-                "rail_prefix": 20,
-                "block_size": 32,
-                "nad_namespace": "gpu-workloads",
-            },
-            "gpufabric_fabric": {"transport": "roce", "rdma_netns_mode": "shared", "mtu": 9000},
-        },
-    )
-    assert not problems, problems
-    return plan_cluster(
-        values["gpufabric_rails"],
-        topology,
-        {"pod": "10.244.0.0/16", "service": "10.96.0.0/12"},
-        fabric_of(values),
-        "2.27.3",
-    )
+    """The cluster plan, its NADs and NCCL ConfigMaps in the namespace gpu-workloads."""
+    return checked_plan(topology, "gpu-workloads")

@@ -9,11 +9,10 @@ import json
 import subprocess
 
 import pytest
-from controlplane_support import NODES, wait_until
+from controlplane_support import NODES, checked_plan, wait_until
 from kubernetes import client
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils import _validate_jobs
-from ansible_collections.gpufabric.rollout.plugins.module_utils._cluster_plan import plan_cluster
 
 NS = "default"  # the plan's nad_namespace, where the NCCL ConfigMaps are and the shipped Role is bound
 OPTIONS = {
@@ -32,13 +31,7 @@ OPTIONS = {
 def network(cluster, crds, topology):
     """The rails applied (policies, pools, NADs, NCCL ConfigMaps in the default namespace) and their
     RDMA resources advertised; GPUs other tests hold are given back."""
-    plan = plan_cluster(
-        {"supernet": "10.200.0.0/16", "rail_prefix": 20, "block_size": 32},
-        topology,
-        {"pod": "10.244.0.0/16", "service": "10.96.0.0/12"},
-        {"transport": "roce", "rdma_netns_mode": "shared", "mtu": 9000, "roce_tos": 106},
-        "2.27.3",
-    )
+    plan = checked_plan(topology, "default")  # the namespace docs/rbac binds the validate Role in
     cluster.apply(plan["objects"]["network_operator"] + plan["objects"]["rdma_networks"])
     core = client.CoreV1Api(cluster.api())
     wanted = {r["resource"] for r in plan["rails"]}

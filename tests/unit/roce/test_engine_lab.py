@@ -24,8 +24,6 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils import (
     _pcie_acs,
     _qos_engine,
     _qos_parsers,
-    _qos_plan,
-    _topology,
 )
 from ansible_collections.gpufabric.rollout.plugins.module_utils._topology_parsers import ACS_REDIRECT_MASK
 
@@ -279,19 +277,3 @@ def test_boot_script_reapplies_the_plan_and_logs_drift(mofed_lab, tmp_path):
     again = boot()
     assert again.returncode == 0 and "drift" not in again.stdout
     assert "0 re-applied" in again.stdout
-
-
-def test_topology_facts_after_the_acs_change_match_a_new_discovery(tmp_path, pristine):
-    """What the roce role keeps as the topology facts after clearing ACS redirect (so that the
-    topology files it rewrites hold what the next run's discovery reads) is that discovery."""
-    _flavour, io, _lab_topology = make_lab("mofed", tmp_path, pristine)
-    before = _topology.discover(io.sysroot.root)
-    assert [w["device"] for w in before["warnings"] if w["class"] == "acs_redirect"]
-    bridges = _pcie_acs.upstream_bridges(io.sysroot, _qos_plan.acs_endpoints(before))
-    result = _pcie_acs.run_acs(bridges, 0x0C, io.runner, check_mode=False)
-    assert result["changed"] is True
-    assert _topology.with_acs_control(before, result["bridges"]) == _topology.discover(io.sysroot.root)
-    # a partial clear keeps the warning, naming the register's new value
-    partial = [dict(b, after="0019") for b in result["bridges"] if b["before"] == "001d"]
-    kept = [w for w in _topology.with_acs_control(before, partial)["warnings"] if w["class"] == "acs_redirect"]
-    assert kept and all("(ACSCtl 0x0019)" in w["message"] for w in kept)

@@ -44,18 +44,3 @@ def test_xml_filter(dgx):
 def test_filters_refuse_other_input():
     with pytest.raises(AnsibleFilterError, match="gpufabric_topology facts"):
         F["topology_report"]({"gpus": []})
-
-
-def test_with_acs_control_filter(dgx):
-    acs = [w["device"] for w in F["topology_warnings"](dgx, ["acs_redirect"])]
-    assert acs
-    cleared = F["topology_with_acs_control"](dgx, [{"bdf": b, "after": "0011"} for b in acs])
-    assert F["topology_warnings"](cleared, ["acs_redirect"]) == []
-    assert {b["bdf"]: b["acs"] for b in cleared["pcie"]["bridges"] if b["bdf"] in acs} == {
-        b: {"ctl": 0x11, "redirect": False} for b in acs
-    }
-    assert len(F["topology_warnings"](dgx, ["acs_redirect"])) == len(acs)  # the input is left as it was
-    # a bridge without the ACS capability (after None) changes nothing
-    assert F["topology_with_acs_control"](dgx, [{"bdf": acs[0], "after": None}]) == dgx
-    with pytest.raises(AnsibleFilterError, match=r"bridges list of gpufabric\.rollout\.pcie_acs"):
-        F["topology_with_acs_control"](dgx, ["0000:17:00.0"])

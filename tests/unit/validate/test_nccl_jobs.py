@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import copy
-import importlib.util
 import os
 import stat
 import subprocess
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import kubernetes_validate
 import pytest
-from validate_support import REPO
+from validate_support import REPO, load_file
 
 from ansible_collections.gpufabric.rollout.plugins.action.plan import load_specs
 from ansible_collections.gpufabric.rollout.plugins.filter.validate import FilterModule
@@ -45,14 +44,7 @@ OPTIONS = {
 FILTERS = FilterModule().filters()
 
 
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-PLAN_FIXTURES = _load("nccl_jobs_plan_fixtures", REPO / "tests/unit/plan/conftest.py")
+PLAN_FIXTURES = load_file("nccl_jobs_plan_fixtures", REPO / "tests/unit/plan/conftest.py")
 
 
 def cluster_plan(**variables):
@@ -338,7 +330,7 @@ def test_the_lab_path_gates_the_simulator_on_every_node_and_names_the_source(job
     source = out["runs"][1]["source"]
     assert source.startswith("lab: the all_reduce_perf simulator on gpu-node-02 with the Job's arguments")
     assert "no container runs in the lab" in source and "16 ranks" in source
-    report = _load("nccl_jobs_report", REPO / "plugins/modules/validate_report.py")
+    report = load_file("nccl_jobs_report", REPO / "plugins/modules/validate_report.py")
     params = {"topology": {n: facts(r) for n, r in nodes.items()}, "rdma": [], "gds": [], "probe": []}
     params.update(nccl=out["runs"], checks=out["checks"], host_links=False, gates={})
     checks, series, _g = report.evaluate(params)

@@ -9,7 +9,6 @@ a translated IOMMU) must fail naming the node, the NIC or file, the setting and 
 from __future__ import annotations
 
 import copy
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -17,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from validate_support import REPO
+from validate_support import REPO, load_file
 
 from ansible_collections.gpufabric.rollout.plugins.action.plan import load_specs
 from ansible_collections.gpufabric.rollout.plugins.filter.validate import FilterModule
@@ -37,16 +36,9 @@ SIMS = REPO / "lab" / "simulators"
 CUFILE = REPO / "tests/unit/gds/fixtures/cufile/h200-gds-1.15.1.6-cuda13.0.json"
 
 
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 # The plan tests' intent and node facts (tests/unit/plan/conftest.py), under a name of their own.
-PLAN_FIXTURES = _load("validate_plan_fixtures", REPO / "tests/unit/plan/conftest.py")
-SNAPSHOTS = _load("validate_snapshots", REPO / "lab/snapshots/build.py")
+PLAN_FIXTURES = load_file("validate_plan_fixtures", REPO / "tests/unit/plan/conftest.py")
+SNAPSHOTS = load_file("validate_snapshots", REPO / "lab/snapshots/build.py")
 
 
 def node_plan(topology=None, **variables):
@@ -329,7 +321,7 @@ def test_the_filter_joins_every_part_and_the_report_takes_the_checks(plan):
     assert {c["category"] for c in checks} == {"host"}
     assert [c["name"] for c in failed(checks)] == ["present"]  # cufile.json missing
     assert all(c["node"] == NODE for c in checks)
-    spec = _load("validate_report_module_rb", REPO / "plugins/modules/validate_report.py")
+    spec = load_file("validate_report_module_rb", REPO / "plugins/modules/validate_report.py")
     params = {"topology": {}, "rdma": [], "gds": [], "nccl": [], "probe": [], "host_links": True, "gates": {}}
     params["checks"] = checks
     found, _series, _g = spec.evaluate(params)

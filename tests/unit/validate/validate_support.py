@@ -10,11 +10,17 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils import _topology
 REPO = Path(__file__).resolve().parents[3]
 
 
+def load_file(name: str, path: Path):
+    """A Python file of the repository (a test fixture module, a lab script) as module `name`."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def make_lab_nodes(tmp_path_factory):
     """Two dgx-h200-8x8 lab nodes: name -> sysroot path."""
-    spec = importlib.util.spec_from_file_location("validate_snapshots_build", REPO / "lab/snapshots/build.py")
-    build = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(build)
+    build = load_file("validate_snapshots_build", REPO / "lab/snapshots/build.py")
     out = {}
     for n in (1, 2):
         dest = tmp_path_factory.mktemp(f"node{n}")
