@@ -105,3 +105,16 @@ def topology():
         return cache[name]
 
     return get
+
+
+@pytest.fixture(scope="session")
+def node_record(ephemeral):
+    """What the plan keeps of each node (plan_dir/discovery/<host>.json; plan_dir is under the
+    scenario's ephemeral directory, molecule.yml): its filesystems, GPU stack and compact topology."""
+
+    def get(host):
+        path = ephemeral / "plan" / "discovery" / f"{host.backend.get_hostname()}.json"
+        assert path.exists(), f"{path}: the plan stored no record of this node"
+        return json.loads(path.read_text(encoding="utf-8"))
+
+    return get

@@ -48,13 +48,40 @@ def test_cufile_json_holds_the_intent_and_keeps_nvidias_comments(mofed, topology
     assert '"rdma_dynamic_routing_order": [ "GPU_MEM_NVLINKS", "GPU_MEM", "SYS_MEM", "P2P" ]' in text, text
 
 
-def test_gdscheck_verifies_the_platform(mofed):
+# gdscheck's name for each filesystem backend of gpufabric_storage.
+GDSCHECK_FS = {
+    "nfs": "NFS",
+    "nvmeof": "NVMeOF",
+    "lustre": "DDN EXAScaler",
+    "gpfs": "IBM Spectrum Scale",
+    "weka": "WekaFS",
+}
+
+
+def driver_configuration(out):
+    """gdscheck's DRIVER CONFIGURATION table: {name: 'Supported' | 'Unsupported'}."""
+    rows = {}
+    for line in out.splitlines():
+        name, sep, value = line.partition(" : ")
+        if sep and value.strip() in ("Supported", "Unsupported"):
+            rows[name.strip()] = value.strip()
+    return rows
+
+
+def test_gdscheck_verifies_the_platform(mofed, node_record):
     out = mofed.check_output("/usr/local/cuda-13.0/gds/tools/gdscheck -p")
     assert "Platform verification succeeded" in out, out
     assert "nvidia_fs version:  2.26" in out, out
-    assert "NFS                : Supported" in out, out
     assert "--rdma devices        : Configured" in out, out
     assert "fs.gpfs.gds_write_support : true" in out, out
+    # A filesystem is supported where the plan has it (gpufabric_storage over RDMA: its client, and
+    # DOCA-OFED's RDMA modules for NFS and NVMe-oF, come with storage_client); the cuFile sections of
+    # this scenario (nfs, gpfs) configure GDS for them but mount nothing. Local NVMe through nvidia-fs
+    # and user-space RDMA through cuFile's RDMA addresses are this role's alone.
+    planned = {GDSCHECK_FS[fs["backend"]] for fs in node_record(mofed)["storage"] if fs["transport"] == "rdma"}
+    rows = driver_configuration(out)
+    assert set(GDSCHECK_FS.values()) <= set(rows), out
+    assert {name for name, value in rows.items() if value == "Supported"} == {"NVMe", "Userspace RDMA"} | planned, out
 
 
 def test_gds_is_left_alone_where_it_is_off(inbox, pcie):
