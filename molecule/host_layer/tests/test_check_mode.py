@@ -32,6 +32,8 @@ def test_check_mode_predicted_every_change_of_the_converge(ephemeral):
         text=True,
         check=False,
     )
+    # The comparison's own lines go into the verify log (molecule.yml: pytest -r aP shows them).
+    print(result.stdout, end="")
     assert result.returncode == 0, result.stdout + result.stderr
     # Not an empty comparison: the converge changed every node.
     assert "check mode predicted 0 " not in result.stdout, result.stdout
