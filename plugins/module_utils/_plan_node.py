@@ -174,9 +174,21 @@ def nccl_section(
 
 
 # --------------------------------------------------------------------------------------------- gpudirect
+def mofed_installed(doca: Optional[Mapping[str, Any]]) -> bool:
+    """The node has MOFED's peer-memory ib_core now: a MOFED/DOCA-OFED stack loaded, MLNX_OFED, or
+    DOCA-OFED installed with its kernel modules (a user-space-only profile brings none)."""
+    doca = doca or {}
+    if doca.get("loaded") == "ofed" or doca.get("kind") == "mlnx_ofed":
+        return True
+    if doca.get("kind") != "doca_ofed":
+        return False
+    profiles = [str(p) for p in doca.get("profiles") or []]
+    return not profiles or any(not p.endswith("-userspace") for p in profiles)
+
+
 def mofed_planned(values: Mapping[str, Any], doca: Optional[Mapping[str, Any]]) -> bool:
     """MOFED's peer-memory ib_core is there after the host layer: installed now, or DOCA-OFED with kernel modules."""
-    if doca and doca.get("kind") in ("doca", "mlnx_ofed"):
+    if mofed_installed(doca):
         return True
     if values.get("gpudirect_rdma_mofed") is not None:
         return bool(values["gpudirect_rdma_mofed"])

@@ -127,6 +127,24 @@ def test_compat_mode_uses_the_key_the_file_has():
     assert _cufile.build_desired(shipped, compat_mode=True) == {"properties": {"allow_compat_mode": True}}
 
 
+@pytest.mark.parametrize("compat", [True, False])
+@pytest.mark.parametrize("mode", ["nvidia_fs", "p2pdma"])
+def test_the_roles_least_settings_change_nvidias_shipped_file(compat, mode):
+    """gpudirect_storage's check mode predicts 'Set the cuFile configuration' as a change when the
+    file comes with the run's GDS packages (NVIDIA's shipped file): the role always sets
+    force_compat_mode, which that file lacks, so even a plan with nothing else to set changes it."""
+    text = _text(SHIPPED)
+    desired = _cufile.build_desired(
+        _cufile.parse(text),
+        compat_mode=compat,
+        force_compat_mode=False,
+        use_pci_p2pdma=mode == "p2pdma",
+        rdma_dev_addr_list=[],
+    )
+    _result, changed = _cufile.apply_settings(text, desired)
+    assert "properties.force_compat_mode" in changed
+
+
 def test_build_desired_rejects_unknown_filesystem():
     with pytest.raises(ValueError, match=r"unknown filesystem section.*zfs"):
         _cufile.build_desired({}, filesystems={"zfs": {"x": 1}})

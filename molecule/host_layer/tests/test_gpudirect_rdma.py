@@ -1,0 +1,34 @@
+"""gpudirect_rdma: DMA-BUF where the open driver allows it (with DOCA-OFED and without), nvidia-peermem
+loaded and persisted with the proprietary driver and DOCA-OFED (the VM), memlock limits everywhere;
+after the reboot nvidia-peermem is back (the lab replays /etc/modules-load.d as systemd would)."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import read_text, sys_path
+
+PEERMEM_CONF = "/etc/modules-load.d/nvidia-peermem.conf"
+
+
+@pytest.mark.parametrize("name", ["mofed", "inbox"])
+def test_the_open_driver_nodes_use_dma_buf_and_load_no_peermem(name, request):
+    host = request.getfixturevalue(name)
+    assert "Open Kernel Module" in read_text(host, sys_path("proc/driver/nvidia/version"))
+    assert not host.file(sys_path("sys/module/nvidia_peermem")).exists
+    assert not host.file(PEERMEM_CONF).exists
+
+
+def test_the_proprietary_driver_node_loads_and_persists_nvidia_peermem(pcie):
+    version = read_text(pcie, sys_path("proc/driver/nvidia/version"))
+    assert "535.183.01" in version and "Open Kernel Module" not in version, version
+    assert pcie.file(sys_path("sys/module/nvidia_peermem")).is_directory
+    assert "nvidia-peermem" in read_text(pcie, PEERMEM_CONF).splitlines()
+
+
+def test_memlock_is_unlimited_for_rdma_users(node):
+    _name, host = node
+    limits = read_text(host, "/etc/security/limits.d/90-gpufabric-rdma.conf")
+    assert "soft memlock unlimited" in " ".join(limits.split()), limits
+    assert "hard memlock unlimited" in " ".join(limits.split()), limits
+    assert host.file("/etc/systemd/system.conf.d/90-gpufabric-memlock.conf").exists
+    assert host.check_output("systemctl show --property=DefaultLimitMEMLOCK") == "DefaultLimitMEMLOCK=infinity"
