@@ -79,7 +79,7 @@ controlplane-test: tools controlplane
 molecule: tools controlplane lab-image
 	lab/molecule/run.sh $(SCENARIO)
 
-test: lint unit sanity build-check ee-build controlplane-test lab-test
+test: test-fast build-check ee-build controlplane-test lab-test molecule
 	@echo "make test: all checks passed"
 
 # The three run side by side (each is mostly one process); their lines interleave, whole.
