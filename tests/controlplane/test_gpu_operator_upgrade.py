@@ -212,7 +212,11 @@ def repository(charts, tmp_path_factory) -> str:
     env = dict(os.environ, HELM_CACHE_HOME=str(root / ".cache"), HELM_CONFIG_HOME=str(root / ".config"))
     for chart in charts.values():
         packaged = subprocess.run(
-            [str(HELM), "package", str(chart), "-d", str(root / "charts")], env=env, capture_output=True, text=True
+            [str(HELM), "package", str(chart), "-d", str(root / "charts")],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
         )
         assert packaged.returncode == 0, packaged.stderr
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root / "charts"))
@@ -220,7 +224,11 @@ def repository(charts, tmp_path_factory) -> str:
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     url = f"http://127.0.0.1:{server.server_address[1]}"
     indexed = subprocess.run(
-        [str(HELM), "repo", "index", str(root / "charts"), "--url", url], env=env, capture_output=True, text=True
+        [str(HELM), "repo", "index", str(root / "charts"), "--url", url],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert indexed.returncode == 0, indexed.stderr
     thread = threading.Thread(target=server.serve_forever, daemon=True)
