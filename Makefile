@@ -79,8 +79,8 @@ controlplane-test: tools controlplane
 molecule: tools controlplane lab-image
 	lab/molecule/run.sh $(SCENARIO)
 
-# The scenarios make test runs: every scenario but upgrade, whose side effect (the failure cases of a
-# rolling upgrade) does not pass yet; `make molecule SCENARIO=upgrade` runs it.
+# The scenarios make test runs: every scenario but upgrade (about 10 min, passed once so far; it does
+# not yet fit the CI budget beside the others); `make molecule SCENARIO=upgrade` runs it.
 TEST_SCENARIOS := cluster_layer host_layer storage
 molecule-test: tools controlplane lab-image
 	lab/molecule/run.sh $(TEST_SCENARIOS)
