@@ -118,9 +118,16 @@ def describe(pairs: Iterable[Tuple[str, str]], sysroots: Path, memory: str) -> L
 
 
 def apply_node(core, node: Dict[str, Any]) -> None:
-    """Server-side apply of the Node, then of its status (a subresource of its own)."""
+    """Server-side apply of the Node, then of its status (a subresource of its own).
+
+    The first apply carries the status too: a Node created through the API keeps the status it is
+    created with (as a kubelet registers itself), so kwok never sees the new Node without its
+    capacity. Without it, kwok could read the bare Node between the two calls and write its
+    defaults (cpu 1k) over the capacity applied a moment later. On an existing Node the API
+    server ignores status on the main resource, and the second apply updates it.
+    """
     name = node["metadata"]["name"]
-    body = {k: v for k, v in node.items() if k != "status"}
+    body = node
     status = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}, "status": node["status"]}
     # The answers are not needed: leave them unparsed (the client's models are slow to build).
     kw = {

@@ -12,7 +12,8 @@ kube-scheduler, kwok (the kubelets of simulated nodes annotated kwok.x-k8s.io/no
 stages in kwok-stages/) and the operator stand-in (lab/cluster/play_operator.py, mode file
 <state>/operator-mode). After the API server is ready, RBAC is applied: the lab's own identities
 (rbac.yaml) and the collection's shipped RBAC (docs/rbac/gpufabric-rollout.yaml).
-Ports are chosen free at start (the previous ones are kept when still free). Kubeconfigs:
+Ports are chosen free at start (the previous ones are kept when still free); a start where a
+component ends early is tried once more on fresh ports. Kubeconfigs:
 <state>/admin.kubeconfig (system:masters, for the lab's set-up), <state>/kubeconfig (the
 collection's least-privilege identity `gpufabric-rollout`), <state>/operator.kubeconfig (the
 operator stand-in). Stop checks each pid's command line before signalling it.
@@ -52,10 +53,17 @@ KWOK_ANNOTATION = "kwok.x-k8s.io/node=fake"
 # bound to its identity (the binding is the lab's; the roles are the collection's).
 RBAC_FILES = [HERE / "rbac.yaml", REPO / "docs" / "rbac" / "gpufabric-rollout.yaml"]
 READY_TIMEOUT = 90
+# The processes this invocation started: whether one of them exited is read from its own handle
+# (exit status or signal), not guessed from /proc.
+_SPAWNED: Dict[str, subprocess.Popen[bytes]] = {}
 
 
 class StartError(RuntimeError):
     pass
+
+
+class EndedEarly(StartError):
+    """A component ended during the start (a port taken meanwhile, a crash): worth one more try."""
 
 
 def log(msg: str) -> None:
@@ -156,7 +164,19 @@ def spawn(state: State, name: str, argv: List[str], env: Optional[Dict[str, str]
             env=env,
         )
     state.pidfile(name).write_text(f"{proc.pid}\n")
+    _SPAWNED[name] = proc
     return proc.pid
+
+
+def exited(state: State, name: str) -> Optional[str]:
+    """How component `name` ended ("exit status 1", "killed by signal 9"), or None while it runs."""
+    proc = _SPAWNED.get(name)
+    if proc is None:
+        return None if running_pid(state, name) else "not running"
+    code = proc.poll()
+    if code is None:
+        return None
+    return f"killed by signal {-code}" if code < 0 else f"exit status {code}"
 
 
 def stop_component(state: State, name: str, timeout: float = 15.0) -> bool:
@@ -350,9 +370,10 @@ def wait_for(what: str, check, timeout: float, state: State, component: str) -> 
     while time.monotonic() < deadline:
         if check():
             return
-        if running_pid(state, component) is None:
-            raise StartError(
-                f"{component} exited while waiting for {what}; last lines of {log_file}:\n{_tail(log_file)}"
+        how = exited(state, component)
+        if how:
+            raise EndedEarly(
+                f"{component} ended ({how}) while waiting for {what}; last lines of {log_file}:\n{_tail(log_file)}"
             )
         time.sleep(0.1)
     raise StartError(f"{what} not reached within {timeout} s; last lines of {log_file}:\n{_tail(log_file)}")
@@ -425,8 +446,9 @@ def start(state: State) -> int:
         "kube-controller-manager",
     )
     for name in ("kube-scheduler", "kwok", "operator-standin"):
-        if running_pid(state, name) is None:
-            raise StartError(f"{name} exited; last lines of its log:\n{_tail(state.logs / (name + '.log'))}")
+        how = exited(state, name)
+        if how:
+            raise EndedEarly(f"{name} ended ({how}); last lines of its log:\n{_tail(state.logs / (name + '.log'))}")
     timings["ready"] = time.monotonic() - t0
     (state.root / "start-times.json").write_text(json.dumps({k: round(v, 2) for k, v in timings.items()}) + "\n")
     log(
@@ -476,12 +498,19 @@ def main(argv: List[str]) -> int:
     if args.command == "start":
         if args.bin is None:
             parser.error("start needs --bin")
-        try:
-            return start(state)
-        except StartError as exc:
-            log(f"ERROR: start failed: {exc}")
-            stop(state, purge=False, quiet=True)
-            return 1
+        # One more attempt on fresh ports: a port found free can be taken by another process
+        # before the component binds it.
+        for attempt in (1, 2):
+            try:
+                return start(state)
+            except StartError as exc:
+                stop(state, purge=False, quiet=True)
+                _SPAWNED.clear()
+                if attempt == 2 or not isinstance(exc, EndedEarly):
+                    log(f"ERROR: start failed: {exc}")
+                    return 1
+                log(f"start failed, trying again on fresh ports: {exc}")
+                (state.root / "ports.json").unlink(missing_ok=True)
     if args.command == "stop":
         return stop(state, args.purge)
     return status(state)
