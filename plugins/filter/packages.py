@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters over package-manager output shared by the doca_ofed and gpu_driver roles.
 
-dpkg_selection_changes(query_stdout, names, selection): which of ``names`` do not have the dpkg
+names | dpkg_selection_changes(query_stdout, selection): which of ``names`` do not have the dpkg
 selection ``selection`` yet, read from the output of
 ``dpkg-query -W -f='${Package} ${Status}\\n' NAME...``. The Status field is "WANT ERROR STATUS"
 (dpkg-query(1); "Status" in deb-control(5)); its first word is the selection that
@@ -31,7 +31,7 @@ def _wants(query_stdout: str) -> Dict[str, str]:
     return wants
 
 
-def dpkg_selection_changes(query_stdout: str, names: Iterable[str], selection: str) -> List[str]:
+def dpkg_selection_changes(names: Iterable[str], query_stdout: str, selection: str) -> List[str]:
     if selection not in SELECTIONS:
         raise AnsibleFilterError(
             f"dpkg_selection_changes: selection must be one of {', '.join(SELECTIONS)}, got {selection!r}"

@@ -33,29 +33,19 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import threading
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 import pytest
 import yaml
-from controlplane_support import CRDS, REPO
+from controlplane_support import CRDS, REPO, assert_check_predicted, run_role_playbook
 
 HELM = REPO / ".tools" / "bin" / "helm"
 CHART = REPO / "lab" / "charts" / "gpu-operator"
 OLD, NEW = "v26.7.0", "v26.7.1"
 RELEASE, NAMESPACE = "gpu-operator", "gpu-operator"  # the namespace the shipped RBAC's Helm Role is in
 HELM_TASK = "gpufabric.rollout.gpu_operator : Install or upgrade the GPU Operator Helm release"
-PLAYBOOK = """
-- name: Run gpu_operator
-  hosts: localhost
-  connection: local
-  gather_facts: false
-  vars_files: [vars.json]
-  roles:
-    - role: gpufabric.rollout.gpu_operator
-"""
 pytestmark = pytest.mark.slow
 
 
@@ -107,8 +97,7 @@ def gpu_operator_plan(source: Dict[str, str], version: str, mode: str) -> Dict[s
 def run_role(
     tmp: Path, cluster, source: Dict[str, str], version: str, mode: str, *extra: str, log: Optional[Path] = None
 ) -> Dict[str, Any]:
-    """ansible-playbook with gpu_operator as the collection's identity; rc, output, changed count."""
-    tmp.mkdir(parents=True, exist_ok=True)
+    """gpu_operator as the collection's identity; rc, output, changed count and the variables."""
     variables = {
         "gpufabric_plan": gpu_operator_plan(source, version, mode),
         "gpufabric_kubeconfig": str(cluster.kubeconfig),
@@ -120,48 +109,8 @@ def run_role(
         "gpu_operator_wait_timeout": 60,
         "gpu_operator_wait_delay": 1,
     }
-    (tmp / "vars.json").write_text(json.dumps(variables, default=str))
-    (tmp / "play.yml").write_text(PLAYBOOK)
-    (tmp / "ansible-tmp").mkdir(exist_ok=True)
-    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
-    env.update(
-        ANSIBLE_COLLECTIONS_PATH=str(REPO / ".collections"),
-        ANSIBLE_LOCAL_TEMP=str(tmp / "ansible-tmp"),
-        TMPDIR=str(tmp / "ansible-tmp"),  # kubernetes.core caches API discovery there: one per run
-        HELM_CACHE_HOME=str(tmp / "helm" / "cache"),
-        HELM_CONFIG_HOME=str(tmp / "helm" / "config"),
-        HELM_DATA_HOME=str(tmp / "helm" / "data"),
-    )
-    if log:
-        env.update(
-            ANSIBLE_CALLBACK_PLUGINS=str(REPO / "tests" / "callbacks"),
-            ANSIBLE_CALLBACKS_ENABLED="gpufabric_changes",
-            GPUFABRIC_CHANGES_LOG=str(log),
-        )
-    done = subprocess.run(
-        [
-            str(Path(sys.executable).parent / "ansible-playbook"),
-            "-i",
-            "localhost,",
-            "-e",
-            f"ansible_python_interpreter={sys.executable}",
-            str(tmp / "play.yml"),
-            *extra,
-        ],
-        cwd=str(tmp),
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-        timeout=600,
-    )
-    recap = re.search(r"^localhost\s+:\s+ok=\d+\s+changed=(\d+)", done.stdout, re.M)
-    return {
-        "rc": done.returncode,
-        "out": done.stdout[-6000:] + done.stderr[-2000:],
-        "changed": int(recap.group(1)) if recap else -1,
-        "variables": variables,
-    }
+    result = run_role_playbook(tmp, "gpufabric.rollout.gpu_operator", variables, *extra, log=log)
+    return dict(result, variables=variables)
 
 
 def changed_tasks(log: Path, check: bool) -> List[str]:
@@ -172,17 +121,6 @@ def changed_tasks(log: Path, check: bool) -> List[str]:
         if record["check"] == check and record["changed"]:
             out.append(record["task"])  # the callback's task name: "<role FQCN> : <task>"
     return out
-
-
-def compare(log: Path) -> None:
-    """Check mode predicted exactly the tasks the real run changed (tests/integration/compare_changes.py)."""
-    compared = subprocess.run(
-        [sys.executable, str(REPO / "tests" / "integration" / "compare_changes.py"), str(log)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert compared.returncode == 0, compared.stdout + compared.stderr
 
 
 def new_chart(root: Path) -> Path:
@@ -333,7 +271,7 @@ def test_the_release_is_upgraded_in_place_and_check_mode_predicts_it(cluster, he
     # the planned values; the ClusterPolicy updated, not deleted and created again.
     upgrade = run_role(tmp_path / "upgrade", cluster, chart[NEW], NEW, "apply", log=log)
     assert upgrade["rc"] == 0 and upgrade["changed"] > 0, upgrade["out"]
-    compare(log)
+    assert_check_predicted(log)
     after = release(helm)
     assert (after["chart"], after["app_version"], after["status"]) == (f"gpu-operator-{NEW}", NEW, "deployed")
     assert int(after["revision"]) == int(before["revision"]) + 1

@@ -17,28 +17,16 @@ from __future__ import annotations
 import base64
 import importlib.util
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 import pytest
 import yaml
-from controlplane_support import REPO, wait_until
+from controlplane_support import REPO, assert_check_predicted, run_role_playbook, wait_until
 
 HELM = REPO / ".tools" / "bin" / "helm"
 CHARTS = REPO / "lab" / "charts"
 SCALE_CRD = REPO / "tests" / "unit" / "storage" / "fixtures" / "crds" / "csiscaleoperators.csi.ibm.com.yaml"
-PLAYBOOK = """
-- name: Run storage_csi
-  hosts: localhost
-  connection: local
-  gather_facts: false
-  vars_files: [vars.json]
-  roles:
-    - role: gpufabric.rollout.storage_csi
-"""
 
 
 def _storage_support():
@@ -80,9 +68,8 @@ def run_role(
     *extra: str,
     log: Optional[Path] = None,
 ) -> Dict[str, Any]:
-    """ansible-playbook with storage_csi (`extra` arguments, task results logged to `log`); returns rc, output and
-    the changed count of localhost."""
-    tmp.mkdir(parents=True, exist_ok=True)
+    """storage_csi with `extra` arguments, task results logged to `log`; returns rc, output and the changed
+    count of localhost."""
     plan = dict(plan, k8s_mode=mode)
     variables = {
         "gpufabric_plan": plan,
@@ -91,44 +78,7 @@ def run_role(
         "storage_csi_helm_binary": str(HELM),
         "storage_csi_wait_timeout": 60,
     }
-    (tmp / "vars.json").write_text(json.dumps(variables, default=str))
-    (tmp / "play.yml").write_text(PLAYBOOK)
-    (tmp / "ansible-tmp").mkdir(exist_ok=True)
-    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
-    env.update(
-        ANSIBLE_COLLECTIONS_PATH=str(REPO / ".collections"),
-        ANSIBLE_LOCAL_TEMP=str(tmp / "ansible-tmp"),
-        TMPDIR=str(tmp / "ansible-tmp"),  # kubernetes.core caches API discovery there: one per run
-        HELM_CACHE_HOME=str(tmp / "helm" / "cache"),
-        HELM_CONFIG_HOME=str(tmp / "helm" / "config"),
-        HELM_DATA_HOME=str(tmp / "helm" / "data"),
-    )
-    if log:
-        env.update(
-            ANSIBLE_CALLBACK_PLUGINS=str(REPO / "tests" / "callbacks"),
-            ANSIBLE_CALLBACKS_ENABLED="gpufabric_changes",
-            GPUFABRIC_CHANGES_LOG=str(log),
-        )
-    done = subprocess.run(
-        [
-            str(Path(sys.executable).parent / "ansible-playbook"),
-            "-i",
-            "localhost,",
-            "-e",
-            f"ansible_python_interpreter={sys.executable}",
-            str(tmp / "play.yml"),
-            *extra,
-        ],
-        cwd=str(tmp),
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-        timeout=600,
-    )
-    recap = [line for line in done.stdout.splitlines() if line.startswith("localhost")]
-    changed = int(recap[-1].split("changed=")[1].split()[0]) if recap else -1
-    return {"rc": done.returncode, "out": done.stdout[-6000:] + done.stderr[-2000:], "changed": changed}
+    return run_role_playbook(tmp, "gpufabric.rollout.storage_csi", variables, *extra, log=log)
 
 
 def live(cluster, obj: Dict[str, Any]) -> Dict[str, Any]:
@@ -183,13 +133,7 @@ def test_storage_csi_installs_the_drivers_and_applies_what_render_mode_writes(cl
     assert cluster.kubectl("get", "storageclass", "-o", "name").stdout.strip() == "", "check mode applied nothing"
     first = run_role(tmp_path / "apply1", storage_plan, cluster.admin, "apply", render, log=log)
     assert first["rc"] == 0 and first["changed"] > 0, first["out"]
-    compared = subprocess.run(
-        [sys.executable, str(REPO / "tests" / "integration" / "compare_changes.py"), str(log)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert compared.returncode == 0, compared.stdout + compared.stderr
+    assert_check_predicted(log)
     again = run_role(tmp_path / "apply2", storage_plan, cluster.admin, "apply", render)
     assert again["rc"] == 0 and again["changed"] == 0, again["out"]
 
@@ -309,13 +253,7 @@ def test_storage_csi_prunes_what_left_the_plan_but_never_a_claim_in_use(cluster,
     assert {kind: _names(cluster, kind) for kind in kinds} == before, "check mode deleted nothing"
     pruned = run_role(tmp_path / "prune", smaller, cluster.kubeconfig, "apply", render, log=log)
     assert pruned["rc"] == 0 and pruned["changed"] > 0, pruned["out"]
-    compared = subprocess.run(
-        [sys.executable, str(REPO / "tests" / "integration" / "compare_changes.py"), str(log)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert compared.returncode == 0, compared.stdout + compared.stderr
+    assert_check_predicted(log)
     gone = {
         "storageclasses": ["gpufabric-datasets"],
         "persistentvolumes": ["gpufabric-scratch"],
