@@ -1,7 +1,7 @@
 # gpufabric.rollout — one command to run the main job on the lab, one to test everything.
 #   make lab        build what is missing, start the lab, run site.yml, print the report
 #   make test       lint, unit tests, ansible-test sanity, build check, EE build, control-plane
-#                   tests, the main job end to end on the lab (lab-test)
+#                   tests, the main job end to end on the lab (lab-test), every molecule scenario
 #   make test-fast  lint, unit tests and sanity only (no lab nodes), for iteration
 #   make bench      benchmarks (print figures, never fail on timing)
 SHELL := /bin/bash
@@ -25,7 +25,8 @@ TOOL_TARGETS :=
 
 COLLECTION_LINK := .collections/ansible_collections/gpufabric/rollout
 
-.PHONY: help venv tools lab-image lint unit sanity build-check controlplane-test lab-test molecule molecule-test test test-fast lab site plan lab-down bench clean
+.PHONY: help venv tools lab-image lint unit sanity build-check controlplane-test lab-test molecule molecule-test test test-fast \
+	test-lab-lane test-cluster-lane lab site plan lab-down bench clean
 
 help:
 	@echo "make lab       run site.yml against the lab (two GPU-like nodes + a real Kubernetes control plane)"
@@ -79,14 +80,30 @@ controlplane-test: tools controlplane
 molecule: tools controlplane lab-image
 	lab/molecule/run.sh $(SCENARIO)
 
-# The scenarios make test runs: every scenario but upgrade (about 10 min, passed once so far; it does
-# not yet fit the CI budget beside the others); `make molecule SCENARIO=upgrade` runs it.
-TEST_SCENARIOS := cluster_layer host_layer storage
+# Every scenario; make test splits them between its two lanes (below).
+LAB_LANE_SCENARIOS := host_layer storage
+CLUSTER_LANE_SCENARIOS := cluster_layer upgrade
+TEST_SCENARIOS := $(LAB_LANE_SCENARIOS) $(CLUSTER_LANE_SCENARIOS)
 molecule-test: tools controlplane lab-image
 	lab/molecule/run.sh $(TEST_SCENARIOS)
 
-test: test-fast build-check ee-build controlplane-test lab-test molecule-test
+# After the fast checks, two lanes run side by side: the lab lane (the main job on the lab, then
+# molecule scenarios) and the cluster lane (the EE build, the control-plane tests on private
+# clusters, then the other scenarios). Neither lane fills the machine alone: much of their time is
+# waiting on API servers, kwok's simulated Pods and node boots. They share no lab node, cluster or
+# port (lab/nodes.sh takes a machine-wide lock to create or remove nodes). Each lane is one
+# sequence; their output lines interleave, whole.
+test: test-fast build-check
+	$(MAKE) --no-print-directory -j2 --output-sync=line test-lab-lane test-cluster-lane
 	@echo "make test: all checks passed"
+
+test-lab-lane: tools controlplane lab-image
+	$(MAKE) --no-print-directory -j1 lab-test
+	lab/molecule/run.sh $(LAB_LANE_SCENARIOS)
+
+test-cluster-lane: tools controlplane lab-image
+	$(MAKE) --no-print-directory -j1 ee-build controlplane-test
+	lab/molecule/run.sh $(CLUSTER_LANE_SCENARIOS)
 
 # The three run side by side (each is mostly one process); their lines interleave, whole.
 test-fast: tools

@@ -174,12 +174,21 @@ restart() {
     wait_ready "$1"
 }
 
+# Node names and sshd ports are shared by every lab user on this machine (make test runs a lab
+# lane and a cluster lane side by side): creating, removing and the ssh config are done one
+# command at a time, so two commands cannot pick the same free port or interleave the config.
+locked() {
+    exec 9>"${LAB_NODES_LOCK:-/tmp/gpufabric-lab-nodes.lock}"
+    flock 9
+    "$@"
+}
+
 case "${1:-}" in
-    up) shift; up "$@" ;;
-    down) shift; down "$@" ;;
+    up) shift; locked up "$@" ;;
+    down) shift; locked down "$@" ;;
     list) podman ps --filter "label=${LAB_LABEL}" --format '{{.Names}}' ;;
     restart) shift; (($# == 1)) || die "restart takes one node name"; restart "$1" ;;
     ports) shift; ports "$@" ;;
-    ssh-config) ssh_config ;;
+    ssh-config) locked ssh_config ;;
     *) die "usage: lab/nodes.sh up NAME... | down [NAME...] | list | restart NAME | ports [NAME...] | ssh-config" ;;
 esac

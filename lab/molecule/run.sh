@@ -43,19 +43,25 @@ diagnose() { # headline log
     mapfile -t -O "${#diagnosis[@]}" diagnosis < <(first_errors "$2" | sed 's/^/    /')
 }
 
-run_one() { # scenario log
+run_one() { # scenario log: the log gets molecule's output, log.steps each step's seconds
     local tmp rc
     tmp="$(mktemp -d "${TMPDIR:-/tmp}/molecule-$1.XXXXXX")"
-    TMPDIR="${tmp}" molecule test -s "$1" >"$2" 2>&1
-    rc=$?
+    TMPDIR="${tmp}" molecule test -s "$1" 2>&1 | python3 lab/molecule/steps.py "$2" "$2.steps"
+    rc=${PIPESTATUS[0]}
     rm -rf "${tmp}"
     return "${rc}"
+}
+
+# "create 12s, prepare 40s, ..." from a log's steps file.
+step_times() {
+    [[ -s "$1.steps" ]] && awk '{ printf "%s%s %ss", (NR > 1 ? ", " : ""), $1, $2 }' "$1.steps"
 }
 
 mkdir -p .lab/molecule
 failed=() summary=() diagnosis=()
 for s in "${scenarios[@]}"; do
     log=".lab/molecule/${s}.log"
+    rm -f "${log}.steps"
     start=$(date +%s)
     echo "== molecule test -s ${s} (log: ${log})"
     result=passed note=""
@@ -64,6 +70,7 @@ for s in "${scenarios[@]}"; do
         case "${step}" in
             create | prepare)
                 mv "${log}" ".lab/molecule/${s}.attempt1.log"
+                mv -f "${log}.steps" ".lab/molecule/${s}.attempt1.log.steps" 2>/dev/null
                 note="first attempt failed in lab set-up step '${step}'"
                 diagnose "${s}: ${note}; log .lab/molecule/${s}.attempt1.log" ".lab/molecule/${s}.attempt1.log"
                 echo "   ${note}; running it again"
@@ -79,6 +86,7 @@ for s in "${scenarios[@]}"; do
         diagnose "${s}: FAILED in step '${step:-unknown}'; log ${log}" "${log}"
     fi
     summary+=("$(printf '%-28s %-7s %4ss %s' "${s}" "${result}" "$(($(date +%s) - start))" "${note:+(${note})}")")
+    summary+=("    $(step_times "${log}")")
 done
 printf '\nmolecule scenarios:\n'
 printf '  %s\n' "${summary[@]}"

@@ -1,0 +1,42 @@
+"""lab/molecule/steps.py: molecule's output reaches the log unchanged, and each step is timed from
+its announcement to the next step's (or the end of the output)."""
+
+import importlib.util
+import io
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[3]
+spec = importlib.util.spec_from_file_location("lab_molecule_steps", REPO / "lab" / "molecule" / "steps.py")
+STEPS = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(STEPS)
+
+OUTPUT = """\
+INFO     [host_layer > create] Executing
+PLAY [Create lab nodes] ***
+INFO     [host_layer > converge] Executing
+TASK [gpufabric.rollout.roce : Apply the QoS plan] ***
+INFO     [host_layer > verify] Executing
+INFO     [host_layer > verify] Executing Testinfra tests found in molecule/host_layer/tests/...
+INFO     [host_layer > side_effect] Executing
+INFO     [host_layer > verify] Executing
+"""
+
+
+def test_the_log_is_the_output_and_every_step_is_timed_until_the_next(tmp_path, monkeypatch):
+    # A clock that moves 10 s each time it is read: at the start, at each step, at the end.
+    clock = iter(range(0, 1000, 10))
+    monkeypatch.setattr(STEPS.time, "monotonic", lambda: next(clock))
+    monkeypatch.setattr(STEPS.sys, "stdin", io.StringIO(OUTPUT))
+    log, steps = tmp_path / "s.log", tmp_path / "s.log.steps"
+
+    STEPS.main(str(log), str(steps))
+
+    assert log.read_text() == OUTPUT
+    # The verifier's second announcement is not a step of its own.
+    assert steps.read_text().splitlines() == [
+        "create 10",
+        "converge 10",
+        "verify 10",
+        "side_effect 10",
+        "verify 10",
+    ]
