@@ -16,6 +16,8 @@ from typing import Any, Dict
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+# role_runner.py (a role run on localhost, shared with the unit tests) is one level up.
+sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
 from controlplane_support import CRDS, NODES, Cluster, checked_plan, private_cluster
 
 

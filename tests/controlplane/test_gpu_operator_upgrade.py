@@ -39,7 +39,8 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 import yaml
-from controlplane_support import CRDS, REPO, assert_check_predicted, run_role_playbook
+from controlplane_support import CRDS, REPO, assert_check_predicted
+from role_runner import run_role_playbook
 
 HELM = REPO / ".tools" / "bin" / "helm"
 CHART = REPO / "lab" / "charts" / "gpu-operator"

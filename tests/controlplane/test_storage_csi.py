@@ -22,7 +22,8 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 import yaml
-from controlplane_support import REPO, assert_check_predicted, run_role_playbook, wait_until
+from controlplane_support import REPO, assert_check_predicted, wait_until
+from role_runner import run_role_playbook
 
 HELM = REPO / ".tools" / "bin" / "helm"
 CHARTS = REPO / "lab" / "charts"

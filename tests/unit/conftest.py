@@ -14,6 +14,8 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 _COLLECTIONS = REPO_ROOT / ".collections"
 if str(_COLLECTIONS) not in sys.path:
     sys.path.insert(0, str(_COLLECTIONS))
-# module_support.py (helpers for module tests) lives here
-if str(Path(__file__).resolve().parent) not in sys.path:
-    sys.path.insert(1, str(Path(__file__).resolve().parent))
+# module_support.py (helpers for module tests) lives here, role_runner.py (a role run on localhost,
+# shared with tests/controlplane) one level up
+for _helpers in (Path(__file__).resolve().parent, Path(__file__).resolve().parent.parent):
+    if str(_helpers) not in sys.path:
+        sys.path.insert(1, str(_helpers))

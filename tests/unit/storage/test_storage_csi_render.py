@@ -6,25 +6,13 @@ plan takes its files with it."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import yaml
+from role_runner import run_role_playbook
 from storage_support import CRDS, CSI_VARS, REPO, cluster_plan
 
 RENDER = {"storage_csi_image_registry": "mirror.lab/csi", "gpufabric_k8s_mode": "render"}
-PLAYBOOK = """
-- name: Render the storage CSI objects
-  hosts: localhost
-  connection: local
-  gather_facts: false
-  vars_files: [plan.json]
-  roles:
-    - role: gpufabric.rollout.storage_csi
-"""
 
 
 def manifests(tmp_path):
@@ -84,31 +72,12 @@ def manifests(tmp_path):
 
 
 def play(tmp_path, plan, render_dir):
-    (tmp_path / "plan.json").write_text(
-        json.dumps({"gpufabric_plan": plan, "gpufabric_k8s_render_dir": str(render_dir)}, default=str)
+    """The storage_csi role rendering `plan` into `render_dir`; the number of changed tasks."""
+    ran = run_role_playbook(
+        tmp_path, "gpufabric.rollout.storage_csi", {"gpufabric_plan": plan, "gpufabric_k8s_render_dir": str(render_dir)}
     )
-    (tmp_path / "render.yml").write_text(PLAYBOOK)
-    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
-    env["ANSIBLE_COLLECTIONS_PATH"] = str(REPO / ".collections")
-    env["ANSIBLE_LOCAL_TEMP"] = str(tmp_path / "ansible-tmp")
-    done = subprocess.run(
-        [
-            str(Path(sys.executable).parent / "ansible-playbook"),
-            "-i",
-            "localhost,",
-            "-e",
-            f"ansible_python_interpreter={sys.executable}",
-            str(tmp_path / "render.yml"),
-        ],
-        cwd=str(tmp_path),
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
-    recap = [line for line in done.stdout.splitlines() if line.startswith("localhost")][-1]
-    return int(recap.split("changed=")[1].split()[0])
+    assert ran["rc"] == 0 and ran["changed"] >= 0, ran["out"]
+    return ran["changed"]
 
 
 @pytest.mark.slow

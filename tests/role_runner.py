@@ -1,0 +1,75 @@
+"""Run one of the collection's roles on localhost with ansible-playbook, as the unit tests that
+render and the control-plane tests that apply do (the checkout is the collection: .collections)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Dict, Optional
+
+REPO = Path(__file__).resolve().parents[1]
+
+ROLE_PLAYBOOK = """
+- name: Run {role}
+  hosts: localhost
+  connection: local
+  gather_facts: false
+  vars_files: [vars.json]
+  roles:
+    - role: {role}
+"""
+
+
+def run_role_playbook(
+    tmp: Path, role: str, variables: Dict[str, Any], *extra: str, log: Optional[Path] = None
+) -> Dict[str, Any]:
+    """ansible-playbook running `role` (its FQCN) on localhost with `variables` and `extra` arguments, its
+    task results logged to `log` (tests/callbacks/gpufabric_changes) when given. Each run has its own
+    temporary directory (kubernetes.core caches API discovery there) and Helm homes. Returns rc,
+    the output's tail and the changed count of localhost (-1 without a recap)."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    (tmp / "vars.json").write_text(json.dumps(variables, default=str))
+    (tmp / "play.yml").write_text(ROLE_PLAYBOOK.format(role=role))
+    (tmp / "ansible-tmp").mkdir(exist_ok=True)
+    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    env.update(
+        ANSIBLE_COLLECTIONS_PATH=str(REPO / ".collections"),
+        ANSIBLE_LOCAL_TEMP=str(tmp / "ansible-tmp"),
+        TMPDIR=str(tmp / "ansible-tmp"),
+        HELM_CACHE_HOME=str(tmp / "helm" / "cache"),
+        HELM_CONFIG_HOME=str(tmp / "helm" / "config"),
+        HELM_DATA_HOME=str(tmp / "helm" / "data"),
+    )
+    if log:
+        env.update(
+            ANSIBLE_CALLBACK_PLUGINS=str(REPO / "tests" / "callbacks"),
+            ANSIBLE_CALLBACKS_ENABLED="gpufabric_changes",
+            GPUFABRIC_CHANGES_LOG=str(log),
+        )
+    done = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "ansible-playbook"),
+            "-i",
+            "localhost,",
+            "-e",
+            f"ansible_python_interpreter={sys.executable}",
+            str(tmp / "play.yml"),
+            *extra,
+        ],
+        cwd=str(tmp),
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=600,
+    )
+    recap = re.search(r"^localhost\s+:\s+ok=\d+\s+changed=(\d+)", done.stdout, re.M)
+    return {
+        "rc": done.returncode,
+        "out": done.stdout[-6000:] + done.stderr[-2000:],
+        "changed": int(recap.group(1)) if recap else -1,
+    }
