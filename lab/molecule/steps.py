@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Copy a molecule run's output to a log and time its steps.
 
 Reads molecule's output on stdin, writes it unchanged to the log named by the first argument,
