@@ -79,32 +79,29 @@ def sys_path(relative: str) -> str:
     return f"{SYSROOT}/{relative}"
 
 
-@pytest.fixture(scope="session")
-def roce_plan():
-    """The roce plan each node keeps for its boot service (/etc/gpufabric/roce/plan.json)."""
+def _json_per_host(path: str):
+    """A reader of the JSON file `path` on a host, read once per host in the session."""
     cache = {}
 
     def get(host):
         name = host.backend.get_hostname()
         if name not in cache:
-            cache[name] = read_json(host, "/etc/gpufabric/roce/plan.json")
+            cache[name] = read_json(host, path)
         return cache[name]
 
     return get
+
+
+@pytest.fixture(scope="session")
+def roce_plan():
+    """The roce plan each node keeps for its boot service (/etc/gpufabric/roce/plan.json)."""
+    return _json_per_host("/etc/gpufabric/roce/plan.json")
 
 
 @pytest.fixture(scope="session")
 def topology():
     """The topology each node's topology role wrote (/var/lib/gpufabric/topology/topology.json)."""
-    cache = {}
-
-    def get(host):
-        name = host.backend.get_hostname()
-        if name not in cache:
-            cache[name] = read_json(host, "/var/lib/gpufabric/topology/topology.json")
-        return cache[name]
-
-    return get
+    return _json_per_host("/var/lib/gpufabric/topology/topology.json")
 
 
 @pytest.fixture(scope="session")
