@@ -141,8 +141,8 @@ Host *
     ControlPersist 60s
     ControlPath ~/.ansible/cp/lab-%C
 CONF
-    } >"${conf}.tmp"
-    mv "${conf}.tmp" "${conf}"
+    } >"${conf}.tmp.$$"
+    mv "${conf}.tmp.$$" "${conf}"
     echo "${conf}"
 }
 
@@ -177,18 +177,23 @@ restart() {
 # Node names and sshd ports are shared by every lab user on this machine (make test runs a lab
 # lane and a cluster lane side by side): creating, removing and the ssh config are done one
 # command at a time, so two commands cannot pick the same free port or interleave the config.
-locked() {
-    exec 9>"${LAB_NODES_LOCK:-/tmp/gpufabric-lab-nodes.lock}"
-    flock 9
-    "$@"
-}
+# The command runs again under `flock -o`: flock holds the lock and the command does not inherit
+# its descriptor, so the nodes' conmon processes (podman run daemonizes them from here) do not
+# keep the lock for as long as the nodes live.
+case "${1:-}" in
+    up | down | ssh-config)
+        if [[ -z "${LAB_NODES_LOCKED:-}" ]]; then
+            LAB_NODES_LOCKED=1 exec flock -o "${LAB_NODES_LOCK:-/tmp/gpufabric-lab-nodes.lock}" "${BASH_SOURCE[0]}" "$@"
+        fi
+        ;;
+esac
 
 case "${1:-}" in
-    up) shift; locked up "$@" ;;
-    down) shift; locked down "$@" ;;
+    up) shift; up "$@" ;;
+    down) shift; down "$@" ;;
     list) podman ps --filter "label=${LAB_LABEL}" --format '{{.Names}}' ;;
     restart) shift; (($# == 1)) || die "restart takes one node name"; restart "$1" ;;
     ports) shift; ports "$@" ;;
-    ssh-config) locked ssh_config ;;
+    ssh-config) ssh_config ;;
     *) die "usage: lab/nodes.sh up NAME... | down [NAME...] | list | restart NAME | ports [NAME...] | ssh-config" ;;
 esac
