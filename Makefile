@@ -94,7 +94,8 @@ molecule-test: tools controlplane lab-image
 # port (lab/nodes.sh takes a machine-wide lock to create or remove nodes). Each lane is one
 # sequence; their output interleaves as it comes (not held back per command: a lane's molecule run
 # takes half an hour and prints each scenario as it starts).
-test: test-fast build-check
+# What both lanes need (the control-plane binaries, the node image) is built before they start.
+test: test-fast build-check controlplane lab-image
 	$(MAKE) --no-print-directory -j2 test-lab-lane test-cluster-lane
 	@echo "make test: all checks passed"
 
