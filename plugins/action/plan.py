@@ -40,6 +40,9 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils import (
 
 COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PLAN_ROLE = "plan"
+# libyaml's loader when PyYAML was built with it: the plan reads every role's specs and vars on each
+# call, and the pure-Python loader spent most of the plan's controller time there.
+YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 # Variables that roles and modules set at run time (facts and registered results), and prefixes
 # of variables that are not the collection's intent (the lab's own); never reported as unknown.
 RUNTIME_NAMES = frozenset(
@@ -63,6 +66,12 @@ RUNTIME_NAMES = frozenset(
 IGNORED_PREFIXES = ("gpufabric_lab_",)
 
 
+def read_yaml(path: str) -> Any:
+    """One YAML document of the collection's own files."""
+    with open(path, encoding="utf-8") as handle:
+        return yaml.load(handle, Loader=YAML_LOADER)  # a safe loader: CSafeLoader or SafeLoader
+
+
 def load_specs(root: str = COLLECTION_ROOT) -> Dict[str, Dict[str, Dict[str, Any]]]:
     """{role: {entry_point: options}} for every role of the collection."""
     specs: Dict[str, Dict[str, Dict[str, Any]]] = {}
@@ -71,8 +80,7 @@ def load_specs(root: str = COLLECTION_ROOT) -> Dict[str, Dict[str, Dict[str, Any
         path = os.path.join(roles_dir, role, "meta", "argument_specs.yml")
         if not os.path.isfile(path):
             continue
-        with open(path, encoding="utf-8") as handle:
-            document = yaml.safe_load(handle) or {}
+        document = read_yaml(path) or {}
         entries = document.get("argument_specs") or {}
         specs[role] = {name: dict((entry or {}).get("options") or {}) for name, entry in entries.items()}
     return specs
@@ -80,8 +88,7 @@ def load_specs(root: str = COLLECTION_ROOT) -> Dict[str, Dict[str, Dict[str, Any
 
 def load_skew_rules(root: str = COLLECTION_ROOT) -> Dict[str, Any]:
     """The version-skew rules (roles/plan/files/version_skew.yml), checked."""
-    with open(os.path.join(root, "roles", PLAN_ROLE, "files", "version_skew.yml"), encoding="utf-8") as handle:
-        return _skew.load(yaml.safe_load(handle))
+    return _skew.load(read_yaml(os.path.join(root, "roles", PLAN_ROLE, "files", "version_skew.yml")))
 
 
 def trusted(value: Any) -> Any:
@@ -101,8 +108,7 @@ def load_internal_vars(roles: List[str], root: str = COLLECTION_ROOT) -> Dict[st
     for role in roles:
         path = os.path.join(root, "roles", role, "vars", "main.yml")
         if os.path.isfile(path):
-            with open(path, encoding="utf-8") as handle:
-                out.update(yaml.safe_load(handle) or {})
+            out.update(read_yaml(path) or {})
     return out
 
 

@@ -21,6 +21,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[3]
 CRDS_DIR = REPO.parent / "shared" / "crds"
 K8S_VERSION = "1.32"
+YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def crd_schemas() -> Dict[Tuple[str, str], Dict[str, Any]]:
@@ -28,7 +29,7 @@ def crd_schemas() -> Dict[Tuple[str, str], Dict[str, Any]]:
     if not CRDS_DIR.is_dir():
         return out
     for path in sorted(CRDS_DIR.glob("*.yaml")):
-        crd = yaml.safe_load(path.read_text())
+        crd = yaml.load(path.read_text(), Loader=YAML_LOADER)  # a safe loader
         group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"]
         for version in crd["spec"]["versions"]:
             out[("{}/{}".format(group, version["name"]), kind)] = version["schema"]["openAPIV3Schema"]
