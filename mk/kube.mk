@@ -45,6 +45,8 @@ $(HELM_CACHED):
 	mkdir -p "$(dir $@)"; mv "$$work/helm" $@; \
 	echo "[kube.mk] installed $@ ($(HELM_VERSION))"
 
-# Always run: build.sh decides (in under a second) whether anything is missing.
+# Always run: build.sh decides (in under a second) whether anything is missing. The kubectl link
+# is only replaced when it points elsewhere (make test's two lanes both come here).
 controlplane:
-	@bin="$$(lab/controlplane/build.sh)"; mkdir -p .tools/bin; ln -sfn "$$bin/kubectl" .tools/bin/kubectl
+	@bin="$$(lab/controlplane/build.sh)"; mkdir -p .tools/bin; \
+	[[ "$$(readlink .tools/bin/kubectl)" == "$$bin/kubectl" ]] || ln -sfn "$$bin/kubectl" .tools/bin/kubectl

@@ -61,7 +61,6 @@ mkdir -p .lab/molecule
 failed=() summary=() diagnosis=()
 for s in "${scenarios[@]}"; do
     log=".lab/molecule/${s}.log"
-    rm -f "${log}.steps"
     start=$(date +%s)
     echo "== molecule test -s ${s} (log: ${log})"
     result=passed note=""

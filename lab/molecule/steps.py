@@ -1,7 +1,7 @@
 """Copy a molecule run's output to a log and time its steps.
 
 Reads molecule's output on stdin, writes it unchanged to the log named by the first argument,
-and appends one line per step to the log named by the second argument: "<step> <seconds>".
+and writes one line per step to the log named by the second argument: "<step> <seconds>".
 Molecule announces each step with a line "INFO     [<scenario> > <step>] Executing"; a step
 lasts until the next one starts or the output ends. lab/molecule/run.sh prints these in its
 summary, so a CI log shows where a scenario's time went.
@@ -18,7 +18,7 @@ STEP = re.compile(r"^INFO\s+\[[^\]>]+ > (?P<step>[a-z_]+)\] Executing\s*$")
 
 def main(log_path: str, steps_path: str) -> None:
     current, started = None, time.monotonic()
-    with open(log_path, "w") as log, open(steps_path, "a") as steps:
+    with open(log_path, "w") as log, open(steps_path, "w") as steps:
 
         def close(now: float) -> None:
             if current is not None:
@@ -28,8 +28,7 @@ def main(log_path: str, steps_path: str) -> None:
             log.write(line)
             log.flush()
             match = STEP.match(line)
-            # Molecule repeats the line for the verifier's own tests: count a step once.
-            if match and match["step"] != current:
+            if match:
                 now = time.monotonic()
                 close(now)
                 current, started = match["step"], now

@@ -90,6 +90,7 @@ def plan_changes(names, wants, selection):
 
 
 def selections_text(names, wants):
+    """dpkg --set-selections input: a "name selection" line for each of `names` that `wants` has."""
     return "".join(f"{name} {wants[name]}\n" for name in names if name in wants)
 
 
@@ -111,11 +112,11 @@ def main():
     wants = parse_query(out)
     to_set, not_installed = plan_changes(names, wants, selection)
     result = dict(changed=bool(to_set), changed_packages=to_set, not_installed=not_installed)
+    after = dict(wants, **{name: selection for name in to_set})
     if module._diff:
-        after = dict(wants, **{name: selection for name in to_set})
         result["diff"] = dict(before=selections_text(names, wants), after=selections_text(names, after))
     if to_set and not module.check_mode:
-        data = "".join(f"{name} {selection}\n" for name in to_set)
+        data = selections_text(to_set, after)
         rc, out, err = module.run_command(["dpkg", "--set-selections"], data=data, binary_data=True, check_rc=False)
         if rc != 0:
             module.fail_json(msg=f"dpkg --set-selections failed (exit {rc}): {err.strip()}", rc=rc, **result)
