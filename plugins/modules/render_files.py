@@ -123,9 +123,9 @@ def wanted(objects, files):
     out = {}
     for name, text in [(o["file"], as_yaml(o["object"])) for o in objects] + [(f["file"], f["content"]) for f in files]:
         if not name or name in (".", "..") or "/" in name:
-            raise RenderError("render_files: {0!r} is not a file name (a name without a directory)".format(name))
+            raise RenderError(f"render_files: {name!r} is not a file name (a name without a directory)")
         if name in out:
-            raise RenderError("render_files: {0} is given twice".format(name))
+            raise RenderError(f"render_files: {name} is given twice")
         out[name] = text
     return out
 
@@ -162,7 +162,7 @@ def changes(path, want, mode, prune):
 def write(path, name, text, mode):
     """Write one file atomically (a temporary file in the same directory, then a rename)."""
     target = os.path.join(path, name)
-    temporary = os.path.join(path, ".{0}.{1}.tmp".format(name, os.getpid()))
+    temporary = os.path.join(path, f".{name}.{os.getpid()}.tmp")
     with open(temporary, "w", encoding="utf-8") as handle:
         handle.write(text)
     os.chmod(temporary, mode)
@@ -196,9 +196,9 @@ def main():
     try:
         mode = int(module.params["mode"], 8)
     except ValueError:
-        module.fail_json(msg="render_files: mode {0!r} is not an octal mode such as 0644".format(module.params["mode"]))
+        module.fail_json(msg=f"render_files: mode {module.params['mode']!r} is not an octal mode such as 0644")
     if os.path.exists(path) and not os.path.isdir(path):
-        module.fail_json(msg="render_files: {0} exists and is not a directory".format(path))
+        module.fail_json(msg=f"render_files: {path} exists and is not a directory")
     try:
         want = wanted(module.params["objects"], module.params["files"])
     except RenderError as err:
@@ -208,10 +208,12 @@ def main():
     changed = bool(written or removed or created)
     result = dict(changed=changed, written=written, removed=removed)
     if module._diff:
+        headers = [(n, os.path.join(path, n), want[n]) for n in written]
+        headers += [(n, "(removed)", "") for n in removed]
         result["diff"] = [
-            dict(before_header=os.path.join(path, n), after_header=os.path.join(path, n), before=before[n], after=want[n])
-            for n in written
-        ] + [dict(before_header=os.path.join(path, n), after_header="(removed)", before=before[n], after="") for n in removed]
+            dict(before_header=os.path.join(path, n), after_header=header, before=before[n], after=after)
+            for n, header, after in headers
+        ]
     if module.check_mode or not changed:
         module.exit_json(**result)
     if created:
