@@ -1,9 +1,10 @@
-"""Testinfra fixtures for the host_layer scenario: the three lab nodes, read through podman exec.
+"""Testinfra fixtures for the host_layer scenario: the three lab nodes, read over SSH as users read servers.
 
-Why podman:// and not testinfra's ansible backend with molecule's inventory: the nodes are podman
-containers whichever way Ansible reaches them, and with the containers.podman connection testinfra's
-ansible backend runs one ansible process per command (seconds each on the shared 2-core machine),
-where podman exec takes a fraction of a second. Everything here only reads: files, the lab's
+The nodes are reached the way Ansible reaches them: their sshd, as the unprivileged lab user with
+sudo, through .lab/ssh/config (lab/nodes.sh writes it; it multiplexes one connection per node).
+Each check then costs one multiplexed SSH session, where testinfra's podman:// backend starts a
+`podman exec` per command (a conmon and a runtime process each), and its ansible backend one Ansible
+process per command. Everything here only reads: files, the lab's
 hardware tree (sysroot), tool output, systemd state. Expected values come from the lab snapshots
 (lab/snapshots/layouts) and the scenario's intent (molecule.yml), worked out by hand.
 """
@@ -20,6 +21,7 @@ import testinfra
 SYSROOT = "/var/lib/gpufabric-lab/sysroot"
 NODES = {"mofed": "host-layer-mofed", "inbox": "host-layer-inbox", "pcie": "host-layer-pcie"}
 PROJECT = Path(os.environ.get("MOLECULE_PROJECT_DIRECTORY", Path(__file__).resolve().parents[3]))
+SSH_CONFIG = PROJECT / ".lab" / "ssh" / "config"
 
 
 def _ephemeral() -> Path:
@@ -41,7 +43,7 @@ def rebooted(ephemeral) -> bool:
 
 
 def _host(name: str):
-    return testinfra.get_host(f"podman://{name}")
+    return testinfra.get_host(f"ssh://{name}", ssh_config=str(SSH_CONFIG), sudo=True)
 
 
 @pytest.fixture(scope="session")

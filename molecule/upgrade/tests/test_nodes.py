@@ -4,9 +4,16 @@ pins, the DKMS builds for the running kernel, the loaded stacks and nvidia-peerm
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
-testinfra_hosts = ["podman://upgrade-node1", "podman://upgrade-node2"]
+# Over the nodes' sshd as the lab user with sudo, as Ansible reaches them (.lab/ssh/config, written by
+# lab/nodes.sh, multiplexes one connection per node).
+PROJECT = Path(os.environ.get("MOLECULE_PROJECT_DIRECTORY", Path(__file__).resolve().parents[3]))
+SSH_CONFIG = PROJECT / ".lab" / "ssh" / "config"
+testinfra_hosts = [f"ssh://{node}?ssh_config={SSH_CONFIG}&sudo=true" for node in ("upgrade-node1", "upgrade-node2")]
 
 SYSROOT = "/var/lib/gpufabric-lab/sysroot"
 DOCA = "2.9.1-0.1.4"
