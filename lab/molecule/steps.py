@@ -13,7 +13,10 @@ import re
 import sys
 import time
 
-STEP = re.compile(r"^INFO\s+\[[^\]>]+ > (?P<step>[a-z_]+)\] Executing\s*$")
+# Molecule writes "[scenario > step] Executing", or "scenario ➜ step: Executing" in colour when the
+# environment names a terminal (TERM); both are matched once the colour codes are taken out.
+STEP = re.compile(r"^INFO\s+(?:\[[^\]>]+ > (?P<bracketed>[a-z_]+)\]|\S+ \u279c (?P<arrowed>[a-z_]+):) Executing\s*$")
+COLOUR = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def main(log_path: str, steps_path: str) -> None:
@@ -27,11 +30,11 @@ def main(log_path: str, steps_path: str) -> None:
         for line in sys.stdin:
             log.write(line)
             log.flush()
-            match = STEP.match(line)
+            match = STEP.match(COLOUR.sub("", line))
             if match:
                 now = time.monotonic()
                 close(now)
-                current, started = match["step"], now
+                current, started = match["bracketed"] or match["arrowed"], now
         close(time.monotonic())
 
 

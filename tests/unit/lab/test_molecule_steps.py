@@ -40,3 +40,21 @@ def test_the_log_is_the_output_and_every_step_is_timed_until_the_next(tmp_path, 
         "side_effect 10",
         "verify 10",
     ]
+
+
+def test_the_coloured_arrow_form_is_timed_too(tmp_path, monkeypatch):
+    # What molecule writes when TERM names a terminal: colour codes around "scenario ➜ step: Executing".
+    coloured = (
+        "\x1b[36mINFO    \x1b[0m \x1b[32mhost_layer\x1b[0m \u279c \x1b[33mconverge\x1b[0m: \x1b[36mExecuting\x1b[0m\n"
+        "\x1b[36mINFO    \x1b[0m \x1b[32mhost_layer\x1b[0m \u279c \x1b[33mverify\x1b[0m: Executing Testinfra tests\n"
+        "\x1b[36mINFO    \x1b[0m \x1b[32mhost_layer\x1b[0m \u279c \x1b[33mdestroy\x1b[0m: \x1b[36mExecuting\x1b[0m\n"
+    )
+    clock = iter(range(0, 1000, 10))
+    monkeypatch.setattr(STEPS.time, "monotonic", lambda: next(clock))
+    monkeypatch.setattr(STEPS.sys, "stdin", io.StringIO(coloured))
+    log, steps = tmp_path / "s.log", tmp_path / "s.log.steps"
+
+    STEPS.main(str(log), str(steps))
+
+    assert log.read_text() == coloured
+    assert steps.read_text().splitlines() == ["converge 10", "destroy 10"]
