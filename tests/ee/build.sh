@@ -32,10 +32,15 @@ started=$(date +%s)
 base="$("${repo}/lab/ee/base.sh")"
 work="$(mktemp -d "${TMPDIR:-/tmp}/gpufabric-ee.XXXXXX")"
 image="localhost/gpufabric-rollout-ee:test-$$"
+# ansible-builder's build stages (builder, galaxy) are left as untagged images, about 1.3 GB a build:
+# those that appear during this build are removed with it (make test would fill the disk otherwise).
+dangling() { podman images --quiet --no-trunc --filter dangling=true | sort; }
+dangling_before="$(dangling)"
 # shellcheck disable=SC2329  # run by the EXIT trap
 cleanup() {
     rm -rf "${work}"
     [[ "${keep}" == "--keep" ]] || podman image rm -f "${image}" >/dev/null 2>&1 || true
+    comm -13 <(printf '%s\n' "${dangling_before}") <(dangling) | xargs -r podman image rm -f >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
 
