@@ -22,24 +22,23 @@ INFO     [host_layer > verify] Executing
 """
 
 
-def test_the_log_is_the_output_and_every_step_is_timed_until_the_next(tmp_path, monkeypatch):
-    # A clock that moves 10 s each time it is read: at the start, at each step, at the end.
+def timed(tmp_path, monkeypatch, output):
+    """steps.py run over `output` with a clock that moves 10 s each time it is read (at the start, at each
+    step, at the end): the log's text and the steps file's lines."""
     clock = iter(range(0, 1000, 10))
     monkeypatch.setattr(STEPS.time, "monotonic", lambda: next(clock))
-    monkeypatch.setattr(STEPS.sys, "stdin", io.StringIO(OUTPUT))
+    monkeypatch.setattr(STEPS.sys, "stdin", io.StringIO(output))
     log, steps = tmp_path / "s.log", tmp_path / "s.log.steps"
-
     STEPS.main(str(log), str(steps))
+    return log.read_text(), steps.read_text().splitlines()
 
-    assert log.read_text() == OUTPUT
+
+def test_the_log_is_the_output_and_every_step_is_timed_until_the_next(tmp_path, monkeypatch):
+    log, steps = timed(tmp_path, monkeypatch, OUTPUT)
+
+    assert log == OUTPUT
     # The verifier's second announcement is not a step of its own.
-    assert steps.read_text().splitlines() == [
-        "create 10",
-        "converge 10",
-        "verify 10",
-        "side_effect 10",
-        "verify 10",
-    ]
+    assert steps == ["create 10", "converge 10", "verify 10", "side_effect 10", "verify 10"]
 
 
 def test_the_coloured_arrow_form_is_timed_too(tmp_path, monkeypatch):
@@ -49,12 +48,7 @@ def test_the_coloured_arrow_form_is_timed_too(tmp_path, monkeypatch):
         "\x1b[36mINFO    \x1b[0m \x1b[32mhost_layer\x1b[0m \u279c \x1b[33mverify\x1b[0m: Executing Testinfra tests\n"
         "\x1b[36mINFO    \x1b[0m \x1b[32mhost_layer\x1b[0m \u279c \x1b[33mdestroy\x1b[0m: \x1b[36mExecuting\x1b[0m\n"
     )
-    clock = iter(range(0, 1000, 10))
-    monkeypatch.setattr(STEPS.time, "monotonic", lambda: next(clock))
-    monkeypatch.setattr(STEPS.sys, "stdin", io.StringIO(coloured))
-    log, steps = tmp_path / "s.log", tmp_path / "s.log.steps"
+    log, steps = timed(tmp_path, monkeypatch, coloured)
 
-    STEPS.main(str(log), str(steps))
-
-    assert log.read_text() == coloured
-    assert steps.read_text().splitlines() == ["converge 10", "destroy 10"]
+    assert log == coloured
+    assert steps == ["converge 10", "destroy 10"]
