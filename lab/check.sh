@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # The main job end to end on the embedded lab, as a test (`make lab-test`, part of `make test`):
 #   1. make lab's steps: nodes, the lab cluster, prepare, site.yml (must succeed);
-#   2. site.yml again: must change nothing (changed=0 on every host);
+#   2. site.yml again: must change nothing (changed=0 on every host) and reuse the first run's
+#      measurement (validate_reuse_hours), saying so;
 #   3. site.yml --check on the converged lab: must report nothing to change;
 #   4. bad intent (lab/bad_intent.py: typos and wrong values of each group of variables): each
 #      site.yml run must fail in the plan, no host changed, no file written on the nodes, no object
 #      the collection owns written to the API server;
-#   5. one NIC of the last node trained down to x8: playbooks/validate.yml must fail, naming the
-#      node, the NIC and the figure (the healthy runs above passed every gate);
+#   5. one NIC of the last node trained down to x8: playbooks/validate.yml must measure again (the
+#      node's hardware changed) and fail, naming the node, the NIC and the figure (the healthy runs
+#      above passed every gate);
 # then the lab is removed. Exits 1 naming the run and the hosts that changed or failed; the logs
 # stay in .lab/check/. LAB_NODES and LAB_INVENTORY run it on other node names (lab/lab.sh).
 set -euo pipefail
@@ -44,6 +46,12 @@ run() { # ID NAME MODE COMMAND...
 trap '"${LAB_ROOT}/lab.sh" down >/dev/null 2>&1 || true' EXIT
 run first "first run (make lab)" any "${LAB_ROOT}/lab.sh" up
 run second "second run (changes nothing)" idle "${LAB_ROOT}/lab.sh" site
+# The first run measured; the second changed nothing, so it reuses that measurement and says so.
+for pair in "first:Figures measured now (no earlier measurement on record)" \
+    "second:Figures reused from the measurement of"; do
+    grep -qF -- "${pair#*:}" "${logs}/${pair%%:*}.log" ||
+        die "${pair%%:*} run: the validation summary does not say '${pair#*:}' (log ${logs}/${pair%%:*}.log)"
+done
 run check "check mode on the converged lab (nothing to change)" idle "${LAB_ROOT}/lab.sh" site --check
 
 # 4. Bad intent is refused before any change, on the converged lab.

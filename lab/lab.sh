@@ -93,6 +93,8 @@ again() {
 down() {
     "${LAB_ROOT}/nodes.sh" down "${nodes[@]}"
     "${LAB_ROOT}/kube.sh" stop --purge
+    # The validate role's record of the last measurement: a new lab measures again.
+    rm -f "${LAB_STATE}/validation-record.json"
 }
 
 # shellcheck disable=SC2086  # LAB_PLAYBOOK_ARGS is a list of arguments

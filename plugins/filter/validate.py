@@ -1,7 +1,7 @@
 # Copyright: (c) 2026, gpufabric.rollout contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters of the validate role: thin wrappers over module_utils/_perftest, _gdsio, _readback and
-_validate_jobs."""
+"""Filters of the validate role: thin wrappers over module_utils/_perftest, _gdsio, _readback,
+_validate_jobs and _validate_reuse."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils import (
     _perftest,
     _readback,
     _validate_jobs,
+    _validate_reuse,
 )
 
 
@@ -152,6 +153,27 @@ def validate_launcher_pod(pods_result):
     return (pod or {}).get("metadata", {}).get("name", "")
 
 
+def validate_fingerprint(intent, topology, checks):
+    """One node's fingerprint for measurement reuse: its checked variables, hardware and read-back checks."""
+    return _validate_reuse.node_fingerprint(_plain(intent or {}), _plain(topology or {}), _plain(checks or []))
+
+
+def validate_options_fingerprint(options):
+    return _validate_reuse.options_fingerprint(_plain(options or {}))
+
+
+def validate_reuse(record_text, nodes, options, hours, readback=True, readback_ok=True):
+    """Reuse the last measurement record's runs, or measure (see _validate_reuse.decide)."""
+    try:
+        hours = float(hours)
+    except (TypeError, ValueError) as exc:
+        raise AnsibleFilterError(f"validate_reuse: validate_reuse_hours {hours!r} is not a number") from exc
+    nodes = _plain(nodes or {})
+    out = _validate_reuse.decide(str(record_text or ""), nodes, str(options), hours, bool(readback), bool(readback_ok))
+    out["fingerprints"] = {"nodes": nodes, "options": str(options)}
+    return out
+
+
 def validate_describe(check):
     return _gates.describe(check)
 
@@ -172,4 +194,7 @@ class FilterModule:
             "validate_nccl_cleanup": validate_nccl_cleanup,
             "validate_nccl_collect": validate_nccl_collect,
             "validate_launcher_pod": validate_launcher_pod,
+            "validate_fingerprint": validate_fingerprint,
+            "validate_options_fingerprint": validate_options_fingerprint,
+            "validate_reuse": validate_reuse,
         }

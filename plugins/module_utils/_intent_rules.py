@@ -471,6 +471,7 @@ def validate_rules(values: Mapping[str, Any], problems: Problems) -> None:
         value = values.get(name)
         if value is not None and not 0 < value <= 1.5:
             problems.append(f"{name}: {show(value)} is out of range; allowed: above 0 and at most 1.5")
+    in_range(problems, "validate_reuse_hours", values.get("validate_reuse_hours"), 0, 8760)
     in_range(problems, "validate_rdma_size", values.get("validate_rdma_size"), 1, 1 << 31)
     in_range(problems, "validate_rdma_duration", values.get("validate_rdma_duration"), 1, 3600)
     in_range(problems, "validate_rdma_timeout", values.get("validate_rdma_timeout"), 1, 86400)

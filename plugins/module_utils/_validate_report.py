@@ -44,8 +44,10 @@ def render_text(checks: List[Dict[str, Any]], meta: Dict[str, Any]) -> str:
         f"Validation report: {meta.get('title', 'gpufabric.rollout')}",
         f"Generated {meta.get('generated', '')}; {s['passed']}/{s['total']} checks passed"
         + ("" if s["ok"] else f", {s['failed']} FAILED"),
-        "",
     ]
+    if meta.get("measurement"):
+        lines.append(meta["measurement"])
+    lines.append("")
     for key, title in CATEGORIES:
         group = [c for c in checks if c["category"] == key]
         if not group:
@@ -204,6 +206,8 @@ def render_html(checks: List[Dict[str, Any]], figures: List[Dict[str, str]], met
         f"<h1>{esc(str(meta.get('title', 'Validation report')))}</h1>",
         f"<p>Generated {esc(str(meta.get('generated', '')))}: {verdict} ({s['passed']}/{s['total']} passed).</p>",
     ]
+    if meta.get("measurement"):
+        parts.append(f"<p>{esc(str(meta['measurement']))}</p>")
     failed = [c for c in checks if not c["passed"]]
     if failed:
         parts.append("<h2>Failing checks</h2><ul>")

@@ -189,6 +189,31 @@ options:
   junit_path:
     description: Where to write the JUnit XML.
     type: path
+  measurement:
+    description:
+      - Where the runs come from, from P(gpufabric.rollout.validate_reuse#filter). With C(reused) true the runs are
+        those of the record (measured at C(measured)); the report says so and why, and the record is left as it is.
+        Otherwise the runs were measured now, and C(reason) says why they were not reused.
+    type: dict
+    suboptions:
+      reused:
+        description: The runs are the record's.
+        type: bool
+        default: false
+      measured:
+        description: When the reused runs were measured.
+        type: str
+      reason:
+        description: Why they were reused, or why this run measured.
+        type: str
+  record_path:
+    description:
+      - Where to keep the record of this run's measurement (its raw runs, the fingerprints in O(record) and whether
+        every check passed), for a later run to reuse. Not written in check mode or when the runs were reused.
+    type: path
+  record:
+    description: The fingerprints the record keeps, C(nodes) (node name to fingerprint) and C(options).
+    type: dict
 """
 
 EXAMPLES = r"""
@@ -227,6 +252,14 @@ gates:
   description: The gates in force (defaults with the overrides applied).
   returned: always
   type: dict
+measurement:
+  description: The report's line on where the figures come from (empty without O(measurement)).
+  returned: always
+  type: str
+record_written:
+  description: Whether the measurement record was written.
+  returned: always
+  type: bool
 """
 
 import datetime
@@ -242,6 +275,7 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils import (
     _nccltests,
     _perftest,
     _validate_report,
+    _validate_reuse,
 )
 
 # matplotlib is imported by the plots themselves (Agg backend); here only its presence is checked.
@@ -355,6 +389,34 @@ def _write(module, path, content):
     return True
 
 
+def measurement_note(measurement):
+    """One line for the report: measured now or reused, and why."""
+    if not measurement:
+        return ""
+    if measurement.get("reused"):
+        return f"Figures reused from the measurement of {measurement.get('measured')}: {measurement.get('reason')}."
+    return f"Figures measured now ({measurement.get('reason')})." if measurement.get("reason") else ""
+
+
+def write_record(module, checks):
+    """Keep this run's raw runs and fingerprints for a later run (not in check mode, not when reused)."""
+    params = module.params
+    if not params["record_path"] or not params["record"] or module.check_mode:
+        return False
+    if (params["measurement"] or {}).get("reused"):
+        return False
+    fingerprints = params["record"]
+    runs = {kind: params[kind] for kind in _validate_reuse.RUN_KINDS}
+    text = _validate_reuse.record(
+        fingerprints.get("nodes") or {},
+        fingerprints.get("options") or "",
+        runs,
+        _gates.summary(checks)["ok"],
+        datetime.datetime.now(datetime.timezone.utc).timestamp(),
+    )
+    return _write(module, params["record_path"], text)
+
+
 def main():
     module = AnsibleModule(
         argument_spec={
@@ -428,6 +490,16 @@ def main():
             "text_path": {"type": "path"},
             "html_path": {"type": "path"},
             "junit_path": {"type": "path"},
+            "measurement": {
+                "type": "dict",
+                "options": {
+                    "reused": {"type": "bool", "default": False},
+                    "measured": {"type": "str"},
+                    "reason": {"type": "str"},
+                },
+            },
+            "record_path": {"type": "path"},
+            "record": {"type": "dict"},
         },
         supports_check_mode=True,
     )
@@ -440,6 +512,7 @@ def main():
     meta = {
         "title": module.params["title"],
         "generated": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "measurement": measurement_note(module.params["measurement"]),
     }
     text = _validate_report.render_text(checks, meta)
     changed = False
@@ -450,8 +523,11 @@ def main():
     if module.params["html_path"]:
         figures = _validate_report.plots(checks, series)
         changed |= _write(module, module.params["html_path"], _validate_report.render_html(checks, figures, meta))
+    record_written = write_record(module, checks)
     module.exit_json(
-        changed=changed,
+        changed=changed or record_written,
+        record_written=record_written,
+        measurement=meta["measurement"],
         checks=checks,
         summary=_gates.summary(checks),
         failing=[_gates.describe(c) for c in checks if not c["passed"]],
