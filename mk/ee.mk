@@ -5,7 +5,9 @@
 #                   base given with EE_BUILD_ARGS="--build-arg EE_BASE_IMAGE=...")
 #   make ee-build   the test build (tests/ee/build.sh): a local base image, the dependency
 #                   collections from the pinned `ansible` package, checks inside the image;
-#                   part of `make test`, skipped with a message only where podman cannot be had
+#                   ansible-builder's image is kept per machine, keyed by its inputs (this
+#                   commit's collection goes on top); part of `make test`, skipped with a
+#                   message only where podman cannot be had
 
 EE_VERSION    := $(shell awk '/^version:/ {print $$2}' galaxy.yml)
 EE_TAG        ?= gpufabric-rollout-ee:$(EE_VERSION)

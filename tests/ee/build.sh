@@ -11,6 +11,14 @@
 # Python packages come from PyPI and Debian packages from the Debian mirror, as in a real build.
 # Skips (saying so) only when podman cannot be had: no podman and no root/apt to install it.
 #
+# Built once per machine: ansible-builder's image is kept as localhost/gpufabric-rollout-ee:deps-KEY,
+# KEY the hash of everything that goes into it but the collection's own code (this script, the EE
+# definition, requirements.yml, bindep.txt, the Python requirements, galaxy.yml, meta/runtime.yml,
+# the seeded collections' manifests, the base image and ansible-builder's version). On a later run
+# with the same KEY the checked image is that one with the current collection tarball installed on
+# top by the same offline `ansible-galaxy collection install` as the EE's galaxy stage; a new KEY
+# builds again (and the older deps-* images go). EE_REBUILD=1 builds again whatever the KEY.
+#
 # Usage: tests/ee/build.sh [--keep]   (--keep leaves the built image in podman)
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -69,14 +77,48 @@ steps["prepend_galaxy"] = ["COPY _build/seed /usr/share/ansible/collections/ansi
 yaml.safe_dump(ee, open(path, "w"), sort_keys=False)
 PY
 
-log "ansible-builder build (base ${base})"
+key="$(
+    {
+        cat "${BASH_SOURCE[0]}" "${work}/execution-environment.yml" "${work}/requirements.yml" "${work}/bindep.txt" \
+            "${work}/meta/ee-requirements.txt" "${repo}/galaxy.yml" "${repo}/meta/runtime.yml"
+        find "${work}/seed" -name MANIFEST.json -print0 | sort -z | xargs -0 cat
+        podman image inspect --format '{{.Id}}' "${base}"
+        ansible-builder --version
+    } | sha256sum | cut -c1-12
+)"
+deps="localhost/gpufabric-rollout-ee:deps-${key}"
 build_started=$(date +%s)
-if ! ansible-builder build -f "${work}/execution-environment.yml" -c "${work}/context" -t "${image}" \
-    --container-runtime podman --build-arg "EE_BASE_IMAGE=${base}" \
-    --build-arg "ANSIBLE_GALAXY_CLI_COLLECTION_OPTS=--offline" \
-    --extra-build-cli-args "--network host" -v 2 >"${work}/build.log" 2>&1; then
-    tail -n 60 "${work}/build.log" >&2
-    die "ansible-builder build failed"
+if [[ "${EE_REBUILD:-0}" != 1 ]] && podman image exists "${deps}"; then
+    how="ansible-builder's image ${deps} (built before from the same inputs), the collection installed on top"
+else
+    log "ansible-builder build (base ${base})"
+    if ! ansible-builder build -f "${work}/execution-environment.yml" -c "${work}/context" -t "${deps}" \
+        --container-runtime podman --build-arg "EE_BASE_IMAGE=${base}" \
+        --build-arg "ANSIBLE_GALAXY_CLI_COLLECTION_OPTS=--offline" \
+        --extra-build-cli-args "--network host" -v 2 >"${work}/build.log" 2>&1; then
+        tail -n 60 "${work}/build.log" >&2
+        die "ansible-builder build failed"
+    fi
+    how="ansible-builder build"
+    podman images --format '{{.Repository}}:{{.Tag}}' localhost/gpufabric-rollout-ee |
+        grep -E ':deps-' | grep -vxF "${deps}" | xargs -r podman image rm -f >/dev/null 2>&1 || true
+fi
+# The current collection over the kept image, as root (the EE's own user is put back).
+user="$(podman image inspect --format '{{.Config.User}}' "${deps}")"
+mkdir -p "${work}/layer"
+cp "${work}"/dist/gpufabric-rollout-*.tar.gz "${work}/layer/"
+cat >"${work}/layer/Containerfile" <<EOF
+FROM ${deps}
+USER root
+COPY gpufabric-rollout-*.tar.gz /tmp/collection/
+RUN ansible-galaxy collection install --offline --no-deps --force \\
+    --collections-path /usr/share/ansible/collections /tmp/collection/gpufabric-rollout-*.tar.gz \\
+    && rm -rf /tmp/collection
+USER ${user:-root}
+EOF
+if ! podman build --quiet --network none -t "${image}" "${work}/layer" >"${work}/layer.log" 2>&1; then
+    cat "${work}/layer.log" >&2
+    die "installing the collection into ${deps} failed"
 fi
 build_seconds=$(( $(date +%s) - build_started ))
 
@@ -131,5 +173,5 @@ check "the collection's filter runs in the image" ansible localhost -m ansible.b
     { grep -q '"T"' <<<"${out}" || { echo "FAIL filter output: ${out}" >&2; status=1; }; }
 
 size="$(podman image inspect --format '{{.Size}}' "${image}")"
-echo "execution environment: build ${build_seconds} s (all steps $(( $(date +%s) - started )) s), image $(( size / 1024 / 1024 )) MiB"
+echo "execution environment: ${how}: ${build_seconds} s (all steps $(( $(date +%s) - started )) s), image $(( size / 1024 / 1024 )) MiB"
 exit "${status}"
