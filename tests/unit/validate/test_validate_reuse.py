@@ -25,8 +25,10 @@ def topo(lab_nodes):
     return facts(lab_nodes["gpu-node-01"])
 
 
-def fp(intent=INTENT, topology=None, checks=CHECKS):
-    return _validate_reuse.node_fingerprint(intent, topology or {"gpus": [], "nics": []}, checks)
+def fp(intent=None, topology=None, checks=None):
+    return _validate_reuse.node_fingerprint(
+        INTENT if intent is None else intent, topology or {"gpus": [], "nics": []}, CHECKS if checks is None else checks
+    )
 
 
 def record_text(nodes, options="opts", ok=True, at=NOW - 3600, runs=None):
