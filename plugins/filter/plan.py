@@ -1,12 +1,13 @@
 # Copyright: (c) 2026, gpufabric.rollout contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters the plan role uses while it reads a node (before the node's plan exists)."""
+"""Filters the plan role uses while it reads a node (before the node's plan exists), and the package
+names the host roles share with it (the kernel headers, what the plan's package read lacks)."""
 
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _doca, _plan_gpu_driver, _plan_node
+from ansible_collections.gpufabric.rollout.plugins.module_utils import _doca, _packages, _plan_gpu_driver, _plan_node
 
 
 def plan_doca_repo(values, ansible_facts):
@@ -27,10 +28,27 @@ def doca_stack_packages(_unused=None):
     return _doca.stack_package_names()
 
 
+def kernel_headers_package(kernel, os_family="Debian"):
+    """The package with the headers of ``kernel`` on ``os_family`` (linux-headers-6.1.0-28-amd64)."""
+    return _packages.kernel_headers(os_family, kernel)
+
+
+def packages_missing(wanted, packages_facts):
+    """The names in ``wanted`` that ansible_facts.packages, as the plan read it, does not hold.
+
+    Nothing in a run removes a package, so a stale read can only ask apt for one that is there:
+    a task that changes nothing."""
+    if isinstance(wanted, str):
+        wanted = [wanted]
+    return _packages.missing(wanted, packages_facts)
+
+
 class FilterModule:
     def filters(self):
         return {
             "plan_doca_repo": plan_doca_repo,
             "plan_driver_repo": plan_driver_repo,
             "doca_stack_packages": doca_stack_packages,
+            "kernel_headers_package": kernel_headers_package,
+            "packages_missing": packages_missing,
         }

@@ -27,6 +27,7 @@ import re
 import xml.etree.ElementTree as ET
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
+from ansible_collections.gpufabric.rollout.plugins.module_utils import _packages
 from ansible_collections.gpufabric.rollout.plugins.module_utils._parse import ParseError, as_text, integer
 
 DEFAULT_BASE_URL = "https://linux.mellanox.com/public/repo/doca"
@@ -166,10 +167,7 @@ def profile_packages(
     storage_pkgs = [STORAGE_PACKAGES[s] for s in storage]
     prereq: List[str] = []
     if has_kernel:
-        if family == "RedHat":
-            prereq = ["dkms", f"kernel-devel-{kernel}" if kernel else "kernel-devel"]
-        else:
-            prereq = ["dkms", f"linux-headers-{kernel}" if kernel else "linux-headers-generic"]
+        prereq = ["dkms", _packages.kernel_headers(family, kernel)]
     return {
         "profile": profile,
         "metapackage": meta,

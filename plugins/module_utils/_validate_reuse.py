@@ -69,7 +69,8 @@ def options_fingerprint(options: Mapping[str, Any]) -> str:
     return _digest(options or {})
 
 
-def _when(epoch: float) -> str:
+def when(epoch: float) -> str:
+    """The minute of ``epoch`` as the report writes it (2026-12-02 09:40 UTC)."""
     return datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
@@ -107,7 +108,7 @@ def decide(
     runs (empty lists unless reused).
     """
     out: Dict[str, Any] = {"reuse": False, "reason": "", "measured": "", "runs": {k: [] for k in RUN_KINDS}}
-    if not max_age_hours or max_age_hours <= 0:
+    if max_age_hours <= 0:
         out["reason"] = "validate_reuse_hours is 0: every run measures"
         return out
     if not readback:
@@ -123,7 +124,7 @@ def decide(
         return out
     now = time.time() if now is None else now
     age = now - float(record["measured_at"])
-    measured = _when(float(record["measured_at"]))
+    measured = when(float(record["measured_at"]))
     if age < 0:
         out["reason"] = f"the last measurement ({measured}) is dated in the future"
     elif age > max_age_hours * 3600:
@@ -161,7 +162,7 @@ def record(nodes: Mapping[str, str], options: str, runs: Mapping[str, List[Any]]
     doc = {
         "format": FORMAT,
         "measured_at": now,
-        "measured": _when(now),
+        "measured": when(now),
         "ok": bool(ok),
         "options": options,
         "nodes": dict(nodes),

@@ -262,9 +262,9 @@ record_written:
   type: bool
 """
 
-import datetime
 import importlib.util
 import os
+import time
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
@@ -398,7 +398,7 @@ def measurement_note(measurement):
     return f"Figures measured now ({measurement.get('reason')})." if measurement.get("reason") else ""
 
 
-def write_record(module, checks):
+def write_record(module, checks, now):
     """Keep this run's raw runs and fingerprints for a later run (not in check mode, not when reused)."""
     params = module.params
     if not params["record_path"] or not params["record"] or module.check_mode:
@@ -412,7 +412,7 @@ def write_record(module, checks):
         fingerprints.get("options") or "",
         runs,
         _gates.summary(checks)["ok"],
-        datetime.datetime.now(datetime.timezone.utc).timestamp(),
+        now,
     )
     return _write(module, params["record_path"], text)
 
@@ -509,9 +509,11 @@ def main():
         checks, series, g = evaluate(module.params)
     except _gates.GateError as exc:
         module.fail_json(msg=f"gates: {exc}")
+    # One clock read: the report's time and the record's are the same minute.
+    now = time.time()
     meta = {
         "title": module.params["title"],
-        "generated": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "generated": _validate_reuse.when(now),
         "measurement": measurement_note(module.params["measurement"]),
     }
     text = _validate_report.render_text(checks, meta)
@@ -523,7 +525,7 @@ def main():
     if module.params["html_path"]:
         figures = _validate_report.plots(checks, series)
         changed |= _write(module, module.params["html_path"], _validate_report.render_html(checks, figures, meta))
-    record_written = write_record(module, checks)
+    record_written = write_record(module, checks, now)
     module.exit_json(
         changed=changed or record_written,
         record_written=record_written,
