@@ -105,10 +105,7 @@ def test_all_passing_text_says_ready():
 @pytest.fixture(scope="module")
 def chromium():
     exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    if not exe:
-        subprocess.run(["apt-get", "install", "-y", "-q", "chromium"], check=True, capture_output=True)
-        exe = shutil.which("chromium")
-    assert exe, "chromium is needed to render the report headless (Debian package chromium)"
+    assert exe, "chromium renders the report headless: `make tools` installs it (mk/browser.mk)"
     return exe
 
 
