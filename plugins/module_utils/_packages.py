@@ -1,7 +1,7 @@
 # Copyright: (c) 2026, gpufabric.rollout contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Package names the roles share: the running kernel's headers, and which wanted packages the
-plan's package read (ansible_facts.packages) does not hold."""
+"""Package names the roles share: the running kernel's headers, and which wanted packages (at which
+version) the plan's package read (ansible_facts.packages) does not hold."""
 
 from __future__ import annotations
 
@@ -15,7 +15,31 @@ def kernel_headers(family: Optional[str], kernel: Optional[str]) -> str:
     return f"linux-headers-{kernel}" if kernel else "linux-headers-generic"
 
 
+def _installed_versions(entries: Any) -> List[str]:
+    """The versions package_facts lists for one package (RPM: version-release, as dnf pins them)."""
+    out = []
+    for entry in entries or []:
+        version = str(entry.get("version", ""))
+        if entry.get("release"):
+            version = f"{version}-{entry['release']}"
+        out.append(version)
+    return out
+
+
 def missing(wanted: Iterable[str], packages_facts: Optional[Dict[str, Any]]) -> List[str]:
-    """The names in ``wanted`` that ``packages_facts`` (package_facts' {name: [entries]}) lacks, in order."""
+    """The specs in ``wanted`` that ``packages_facts`` (package_facts' {name: [entries]}) does not
+    satisfy, in order. A spec is ``name`` (installed at any version), ``name=version`` (installed at
+    exactly that version, as apt pins it) or ``name=version*`` (a version starting so)."""
     have = packages_facts or {}
-    return [name for name in wanted or [] if not have.get(name)]
+    out = []
+    for spec in wanted or []:
+        name, _, version = str(spec).partition("=")
+        versions = _installed_versions(have.get(name))
+        if not versions:
+            out.append(spec)
+        elif version.endswith("*"):
+            if not any(v.startswith(version[:-1]) for v in versions):
+                out.append(spec)
+        elif version and version not in versions:
+            out.append(spec)
+    return out

@@ -52,3 +52,24 @@ def test_missing_filter_takes_one_name_or_a_list():
 
 def test_missing_without_a_package_read_wants_everything():
     assert FILTERS["packages_missing"](["dkms"], None) == ["dkms"]
+
+
+def test_missing_compares_pinned_versions_exactly_or_by_prefix():
+    facts = {
+        "doca-ofed": [{"version": "3.1.0-091000"}],
+        "nvidia-gds-12-8": [{"version": "12.8.1-1"}],
+        "doca-ofed-rpm": [{"version": "3.1.0", "release": "091000.el9"}],
+    }
+    wanted = [
+        "doca-ofed=3.1.0-091000",  # installed at that version
+        "nvidia-gds-12-8=12.8.0-1",  # installed, at another version
+        "nvidia-gds-12-8=12.8.*",  # a version starting so
+        "doca-ofed=3.2.*",
+        "doca-ofed-rpm=3.1.0-091000.el9",  # RPM: version-release
+        "libcufile-12-8=12.8.1-1",  # not installed
+    ]
+    assert _packages.missing(wanted, facts) == [
+        "nvidia-gds-12-8=12.8.0-1",
+        "doca-ofed=3.2.*",
+        "libcufile-12-8=12.8.1-1",
+    ]
