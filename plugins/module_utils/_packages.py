@@ -33,7 +33,7 @@ def missing(wanted: Iterable[str], packages_facts: Optional[Dict[str, Any]]) -> 
     have = packages_facts or {}
     out = []
     for spec in wanted or []:
-        name, _, version = str(spec).partition("=")
+        name, _sep, version = str(spec).partition("=")
         versions = _installed_versions(have.get(name))
         if not versions:
             out.append(spec)
