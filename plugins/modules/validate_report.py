@@ -186,6 +186,12 @@ options:
   html_path:
     description: Where to write the HTML report (needs matplotlib for its plots).
     type: path
+  figures_cache:
+    description:
+      - Where to keep the HTML report's figures with a digest of the checks and series they were drawn from. A
+        run whose checks and series have that digest (a rerun that reused the measurement on unchanged nodes)
+        takes the figures from there instead of drawing them again. Not written in check mode.
+    type: path
   junit_path:
     description: Where to write the JUnit XML.
     type: path
@@ -262,7 +268,9 @@ record_written:
   type: bool
 """
 
+import hashlib
 import importlib.util
+import json
 import os
 import time
 
@@ -389,6 +397,26 @@ def _write(module, path, content):
     return True
 
 
+def figures(module, checks, series):
+    """The HTML report's figures: from O(figures_cache) when it holds those of the same checks and
+    series, else drawn (matplotlib) and kept there."""
+    path = module.params["figures_cache"]
+    if not path:
+        return _validate_report.plots(checks, series)
+    key = hashlib.sha256(json.dumps([checks, series], sort_keys=True, default=str).encode()).hexdigest()
+    try:
+        with open(path, encoding="utf-8") as fh:
+            kept = json.load(fh)
+        if isinstance(kept, dict) and kept.get("key") == key and isinstance(kept.get("figures"), list):
+            return kept["figures"]
+    except (OSError, ValueError):
+        pass  # none kept, or unreadable: draw them
+    drawn = _validate_report.plots(checks, series)
+    if not module.check_mode:
+        _write(module, path, json.dumps({"key": key, "figures": drawn}))
+    return drawn
+
+
 def measurement_note(measurement):
     """One line for the report: measured now or reused, and why."""
     if not measurement:
@@ -499,6 +527,7 @@ def main():
                 },
             },
             "record_path": {"type": "path"},
+            "figures_cache": {"type": "path"},
             "record": {"type": "dict"},
         },
         supports_check_mode=True,
@@ -523,8 +552,8 @@ def main():
     if module.params["junit_path"]:
         changed |= _write(module, module.params["junit_path"], _validate_report.render_junit(checks, meta))
     if module.params["html_path"]:
-        figures = _validate_report.plots(checks, series)
-        changed |= _write(module, module.params["html_path"], _validate_report.render_html(checks, figures, meta))
+        drawn = figures(module, checks, series)
+        changed |= _write(module, module.params["html_path"], _validate_report.render_html(checks, drawn, meta))
     record_written = write_record(module, checks, now)
     module.exit_json(
         changed=changed or record_written,

@@ -176,3 +176,42 @@ def test_a_check_mode_report_writes_no_record(tmp_path, monkeypatch, capsys, top
     rc, out = run_module(module, dict(module_args(tmp_path, topo), _ansible_check_mode=True), monkeypatch, capsys)
     assert rc == 0 and out["record_written"] is False
     assert not (tmp_path / "record.json").exists()
+
+
+def test_the_report_draws_its_figures_once_for_the_same_checks(tmp_path, monkeypatch, capsys, topo):
+    module = load_file("validate_report_figures", REPO / "plugins/modules/validate_report.py")
+    cache = tmp_path / "figures.json"
+    args = module_args(tmp_path, topo, html_path=str(tmp_path / "report.html"), figures_cache=str(cache))
+    rc, out = run_module(module, args, monkeypatch, capsys)
+    assert rc == 0, out
+    html = (tmp_path / "report.html").read_text()
+    kept = json.loads(cache.read_text())
+    assert [f["title"] for f in kept["figures"]] == ["RDMA bandwidth per rail and node pair"]
+
+    # The same checks again: the figures come from the cache, matplotlib is not asked.
+    def no_plots(*_args, **_kwargs):
+        raise AssertionError("the figures were drawn again")
+
+    monkeypatch.setattr(module._validate_report, "plots", no_plots)
+    rc, out = run_module(module, args, monkeypatch, capsys)
+    assert rc == 0, out
+    assert (tmp_path / "report.html").read_text() == html
+
+    # Other figures (a measured value that differs): drawn again, not taken from the cache.
+    fake = type("Module", (), {"params": {"figures_cache": str(cache)}, "check_mode": False})()
+    changed = [dict(c, measured=1.0) for c in out["checks"]]
+    with pytest.raises(AssertionError, match="drawn again"):
+        module.figures(fake, changed, {"nccl": [], "allreduce": []})
+
+
+def test_an_unreadable_figures_cache_is_drawn_again_and_check_mode_keeps_none(tmp_path, monkeypatch, capsys, topo):
+    module = load_file("validate_report_figures_bad", REPO / "plugins/modules/validate_report.py")
+    cache = tmp_path / "figures.json"
+    cache.write_text("{not json")
+    args = module_args(tmp_path, topo, html_path=str(tmp_path / "report.html"), figures_cache=str(cache))
+    rc, out = run_module(module, dict(args, _ansible_check_mode=True), monkeypatch, capsys)
+    assert rc == 0, out
+    assert cache.read_text() == "{not json", "check mode writes no cache"
+    rc, out = run_module(module, args, monkeypatch, capsys)
+    assert rc == 0, out
+    assert json.loads(cache.read_text())["figures"]
