@@ -5,7 +5,7 @@ files, installed packages, reload and read-back); the plan computes the rest (gp
 
 from __future__ import annotations
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _doca
+from ansible_collections.gpufabric.rollout.plugins.module_utils import _doca, _packages
 from ansible_collections.gpufabric.rollout.plugins.module_utils._parse import ParseError
 from ansible_collections.gpufabric.rollout.plugins.plugin_utils._filter_errors import filter_errors
 
@@ -26,11 +26,7 @@ def doca_installed(packages_facts, names=None):
         if wanted is not None and name not in wanted:
             continue
         if entries:
-            entry = entries[0]
-            version = str(entry.get("version", ""))
-            if entry.get("release"):
-                version = "{}-{}".format(version, entry["release"])
-            result[name] = version
+            result[name] = _packages.installed_versions(entries[:1])[0]
     return result
 
 

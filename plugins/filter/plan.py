@@ -34,7 +34,8 @@ def kernel_headers_package(kernel, os_family="Debian"):
 
 
 def packages_missing(wanted, packages_facts):
-    """The names in ``wanted`` that ansible_facts.packages, as the plan read it, does not hold.
+    """The specs in ``wanted`` (name, name=version, name=version*) that ansible_facts.packages, as the
+    plan read it, does not satisfy (_packages.missing).
 
     Nothing in a run removes a package, so a stale read can only ask apt for one that is there:
     a task that changes nothing."""

@@ -15,7 +15,7 @@ def kernel_headers(family: Optional[str], kernel: Optional[str]) -> str:
     return f"linux-headers-{kernel}" if kernel else "linux-headers-generic"
 
 
-def _installed_versions(entries: Any) -> List[str]:
+def installed_versions(entries: Any) -> List[str]:
     """The versions package_facts lists for one package (RPM: version-release, as dnf pins them)."""
     out = []
     for entry in entries or []:
@@ -34,7 +34,7 @@ def missing(wanted: Iterable[str], packages_facts: Optional[Dict[str, Any]]) -> 
     out = []
     for spec in wanted or []:
         name, _sep, version = str(spec).partition("=")
-        versions = _installed_versions(have.get(name))
+        versions = installed_versions(have.get(name))
         if not versions:
             out.append(spec)
         elif version.endswith("*"):

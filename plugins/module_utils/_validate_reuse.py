@@ -31,7 +31,8 @@ class ReuseError(Exception):
     pass
 
 
-def _digest(value: Any) -> str:
+def digest(value: Any) -> str:
+    """sha256 of ``value`` as canonical JSON (sorted keys, no spaces)."""
     text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -61,12 +62,12 @@ def node_fingerprint(intent: Mapping[str, Any], topology: Mapping[str, Any], che
         (str(c.get("id")), json.dumps(c.get("measured"), sort_keys=True, default=str), bool(c.get("passed")))
         for c in checks or []
     )
-    return _digest({"intent": wanted, "topology": _stable_topology(topology), "readback": readback})
+    return digest({"intent": wanted, "topology": _stable_topology(topology), "readback": readback})
 
 
 def options_fingerprint(options: Mapping[str, Any]) -> str:
     """What a measurement ran with (tools, sizes, durations, filesystems, the cluster's node groups)."""
-    return _digest(options or {})
+    return digest(options or {})
 
 
 def when(epoch: float) -> str:

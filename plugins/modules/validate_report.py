@@ -268,7 +268,6 @@ record_written:
   type: bool
 """
 
-import hashlib
 import importlib.util
 import json
 import os
@@ -403,7 +402,7 @@ def figures(module, checks, series):
     path = module.params["figures_cache"]
     if not path:
         return _validate_report.plots(checks, series)
-    key = hashlib.sha256(json.dumps([checks, series], sort_keys=True, default=str).encode()).hexdigest()
+    key = _validate_reuse.digest([checks, series])
     try:
         with open(path, encoding="utf-8") as fh:
             kept = json.load(fh)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import types
 
 import pytest
 from module_support import run_module
@@ -180,6 +181,8 @@ def test_a_check_mode_report_writes_no_record(tmp_path, monkeypatch, capsys, top
 
 def test_the_report_draws_its_figures_once_for_the_same_checks(tmp_path, monkeypatch, capsys, topo):
     module = load_file("validate_report_figures", REPO / "plugins/modules/validate_report.py")
+    # One clock for both runs: the report's minute must not tick over between them.
+    monkeypatch.setattr(module, "time", types.SimpleNamespace(time=lambda: NOW))
     cache = tmp_path / "figures.json"
     args = module_args(tmp_path, topo, html_path=str(tmp_path / "report.html"), figures_cache=str(cache))
     rc, out = run_module(module, args, monkeypatch, capsys)
