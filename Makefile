@@ -24,6 +24,7 @@ TOOL_TARGETS :=
 -include mk/*.mk
 
 COLLECTION_LINK := .collections/ansible_collections/gpufabric/rollout
+COLLECTIONS_STAMP := .collections/.linked
 
 .PHONY: help venv tools lab-image lint unit sanity build-check controlplane-test lab-test molecule molecule-test test test-fast \
 	test-lab-lane test-cluster-lane lab site plan lab-down bench clean
@@ -40,7 +41,7 @@ help:
 	@echo "make venv | tools | controlplane | lab-image | lint | unit | sanity | build-check | ee-build"
 	@echo "     | controlplane-test | molecule [SCENARIO=name] | molecule-test"
 
-venv: $(VENV)/.stamp $(COLLECTION_LINK)
+venv: $(VENV)/.stamp $(COLLECTION_LINK) $(COLLECTIONS_STAMP)
 
 # Built from wheels cached once per machine (lab/venv.sh); each step shows its progress.
 $(VENV)/.stamp: requirements.txt lab/venv.sh
@@ -51,6 +52,12 @@ $(VENV)/.stamp: requirements.txt lab/venv.sh
 $(COLLECTION_LINK):
 	mkdir -p $(dir $@)
 	ln -sfn ../../.. $@
+
+# The collections it uses, linked from the venv's `ansible` package (collections_scan_sys_path
+# is false: Ansible sees .collections only).
+$(COLLECTIONS_STAMP): $(VENV)/.stamp requirements.yml lab/link_collections.py
+	$(VENV)/bin/python lab/link_collections.py
+	touch $@
 
 tools: venv $(TOOL_TARGETS)
 
