@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _awx
+from ansible_collections.gpufabric.rollout.plugins.plugin_utils._lazy import module_utils
+
+_awx = module_utils("_awx")
 
 
 def awx_survey(argument_specs, roles, name, description="", exclude=None, defaults="describe", entry_point="main"):

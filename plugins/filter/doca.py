@@ -5,9 +5,11 @@ files, installed packages, reload and read-back); the plan computes the rest (gp
 
 from __future__ import annotations
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _doca, _packages
-from ansible_collections.gpufabric.rollout.plugins.module_utils._parse import ParseError
 from ansible_collections.gpufabric.rollout.plugins.plugin_utils._filter_errors import filter_errors
+from ansible_collections.gpufabric.rollout.plugins.plugin_utils._lazy import module_utils
+
+_doca = module_utils("_doca")
+_packages = module_utils("_packages")
 
 
 def doca_apt_source(url, keyring):
@@ -58,4 +60,4 @@ class FilterModule:
             doca_release_matches,
             doca_dkms_missing,
         ]
-        return {func.__name__: filter_errors(_doca.DocaError, ParseError)(func) for func in funcs}
+        return {func.__name__: filter_errors("_doca.DocaError", "_parse.ParseError")(func) for func in funcs}

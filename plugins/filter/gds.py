@@ -4,7 +4,9 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _gdscheck
+from ansible_collections.gpufabric.rollout.plugins.plugin_utils._lazy import module_utils
+
+_gdscheck = module_utils("_gdscheck")
 
 
 def gdscheck_facts(text):

@@ -4,7 +4,9 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _plan_gpu_operator
+from ansible_collections.gpufabric.rollout.plugins.plugin_utils._lazy import module_utils
+
+_plan_gpu_operator = module_utils("_plan_gpu_operator")
 
 
 def _first(result):

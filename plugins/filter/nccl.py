@@ -7,12 +7,13 @@ The entries themselves are planned by the plan play (gpufabric_node_plan.nccl).
 
 from __future__ import annotations
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _nccl
-from ansible_collections.gpufabric.rollout.plugins.module_utils._parse import ParseError
 from ansible_collections.gpufabric.rollout.plugins.plugin_utils._filter_errors import filter_errors
+from ansible_collections.gpufabric.rollout.plugins.plugin_utils._lazy import module_utils
+
+_nccl = module_utils("_nccl")
 
 
-@filter_errors(ParseError)
+@filter_errors("_parse.ParseError")
 def nccl_conf_parse(text):
     return dict(_nccl.parse(text or ""))
 

@@ -7,7 +7,12 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _doca, _packages, _plan_gpu_driver, _plan_node
+from ansible_collections.gpufabric.rollout.plugins.plugin_utils._lazy import module_utils
+
+_doca = module_utils("_doca")
+_packages = module_utils("_packages")
+_plan_gpu_driver = module_utils("_plan_gpu_driver")
+_plan_node = module_utils("_plan_node")
 
 
 def plan_doca_repo(values, ansible_facts):

@@ -4,7 +4,10 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _plan_storage_csi, _storage_readback
+from ansible_collections.gpufabric.rollout.plugins.plugin_utils._lazy import module_utils
+
+_plan_storage_csi = module_utils("_plan_storage_csi")
+_storage_readback = module_utils("_storage_readback")
 
 
 def storage_lnet_missing(section, readback):

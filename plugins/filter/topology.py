@@ -6,7 +6,11 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _ncclxml, _topology, _topology_report
+from ansible_collections.gpufabric.rollout.plugins.plugin_utils._lazy import module_utils
+
+_ncclxml = module_utils("_ncclxml")
+_topology = module_utils("_topology")
+_topology_report = module_utils("_topology_report")
 
 
 def _check(facts):

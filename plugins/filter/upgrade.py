@@ -4,7 +4,10 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _drain, _upgrade
+from ansible_collections.gpufabric.rollout.plugins.plugin_utils._lazy import module_utils
+
+_drain = module_utils("_drain")
+_upgrade = module_utils("_upgrade")
 
 
 def drain_blockers(pods, pdbs, node, force=False, delete_emptydir_data=False):

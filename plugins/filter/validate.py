@@ -10,14 +10,14 @@ import json
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.text.converters import to_native
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import (
-    _gates,
-    _gdsio,
-    _perftest,
-    _readback,
-    _validate_jobs,
-    _validate_reuse,
-)
+from ansible_collections.gpufabric.rollout.plugins.plugin_utils._lazy import module_utils
+
+_gates = module_utils("_gates")
+_gdsio = module_utils("_gdsio")
+_perftest = module_utils("_perftest")
+_readback = module_utils("_readback")
+_validate_jobs = module_utils("_validate_jobs")
+_validate_reuse = module_utils("_validate_reuse")
 
 
 def validate_rdma_plan(
