@@ -52,8 +52,8 @@ options:
 EXAMPLES = r"""
 - name: Disable ACS redirect above the rail GPUs and NICs
   gpufabric.rollout.pcie_acs:
-    endpoints: "{{ gpufabric_topology.rails | map(attribute='gpu_bdf') | list }}"
-    virtualized: "{{ gpufabric_topology.virtualized }}"
+    endpoints: "{{ ansible_facts.gpufabric_topology.rails | map(attribute='gpu_bdf') | list }}"
+    virtualized: "{{ ansible_facts.gpufabric_topology.virtualized }}"
 """
 
 RETURN = r"""
