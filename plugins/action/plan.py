@@ -230,7 +230,8 @@ class ActionModule(ActionBase):
             node_plan = hv.get("gpufabric_node_plan")
             if node_plan:
                 node_plans[host] = plain(node_plan)
-                record = _plan_cluster.node_record(node_plans[host], plain((hv.get("ansible_facts") or {}).get("gpufabric_topology") or {}))
+                topology = (hv.get("ansible_facts") or {}).get("gpufabric_topology") or {}
+                record = _plan_cluster.node_record(node_plans[host], plain(topology))
                 if save:
                     store.save(host, record)
                 nodes[host] = dict(record, source="this run")
