@@ -42,4 +42,4 @@ def module_utils(name: str) -> Any:
 def resolve(dotted: str) -> Any:
     """``"_module.Attribute"`` of this collection's module_utils (imports the module if needed)."""
     module, _sep, attr = dotted.partition(".")
-    return getattr(importlib.import_module(f"{_PACKAGE}.{module}"), attr)
+    return getattr(module_utils(module), attr)
