@@ -7,9 +7,9 @@ script makes there to the venv's copies of
   - every collection requirements.yml names (the collection's own dependencies), and
   - TOOLING below: collections that only the lab, molecule and playbooks/awx.yml use.
 Why it matters: Mitogen lists every installed collection before each collection module it
-runs (ansible_mitogen.planner), in a fresh worker per task, which cost a third of the CPU of a
-no-op site.yml on the lab. A module from an undeclared collection now fails in the lab instead
-of passing there and failing in the execution environment.
+runs (ansible_mitogen.planner), in a fresh worker per task: 12 % of the profile samples of a
+no-op site.yml on the lab, and about 6 of its 57 seconds. A module from an undeclared collection
+now fails in the lab instead of passing there and failing in the execution environment.
 
 Usage: lab/link_collections.py        (run by `make venv`, with the venv's Python)
 """
