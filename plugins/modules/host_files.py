@@ -9,12 +9,12 @@ short_description: Make a set of directories and whole files on a host exactly a
 version_added: 0.1.0
 description:
   - Creates each directory of O(directories) and writes each file of O(files) with the text given,
-    and sets the owner, group and mode of each. Only what differs is changed: a file whose text is
-    already as given is left alone (its mode and owner are still corrected).
+    and sets the owner, group and mode of each. Only what differs is changed. A file whose text is
+    already as given is not rewritten (its mode and owner are still corrected).
   - One call instead of a M(ansible.builtin.file), M(ansible.builtin.copy) or
     M(ansible.builtin.template) task per path. A role's files are rendered on the controller
     (C(lookup('ansible.builtin.template', ...)), C(lookup('ansible.builtin.file', ...))) and given
-    here as text; on a run that changes nothing this is one module call per host instead of ten.
+    here as text. On a run that changes nothing this is one module call per host instead of ten.
   - Files are written atomically (a temporary file in the same directory, then a rename).
   - Every path must be absolute, and given once. A file's directory must exist or be one of
     O(directories); nothing else is created.
@@ -135,9 +135,7 @@ def checked(directories, files):
         path = os.path.normpath(item["path"])
         parent = os.path.dirname(path)
         if not os.path.isdir(parent) and parent not in dirs:
-            raise HostFilesError(
-                f"host_files: the directory of {path} does not exist; add {parent} to directories"
-            )
+            raise HostFilesError(f"host_files: the directory of {path} does not exist; add {parent} to directories")
         if os.path.isdir(path):
             raise HostFilesError(f"host_files: {path} is a directory, not a file")
         out.append((path, item["content"], octal(item["mode"], f"the mode of {path}")))
@@ -189,7 +187,9 @@ def converge(module, directories, dir_mode, files):
         if not os.path.isdir(path):
             changed.append(path)
             if module._diff:
-                diffs.append({"before": {"path": path, "state": "absent"}, "after": {"path": path, "state": "directory"}})
+                diffs.append(
+                    {"before": {"path": path, "state": "absent"}, "after": {"path": path, "state": "directory"}}
+                )
             if module.check_mode:
                 continue
             os.makedirs(path, mode=dir_mode)

@@ -110,18 +110,24 @@ def test_check_mode_reports_every_change_and_changes_nothing(tmp_path, capsys):
     assert (tmp_path / "etc" / "plan.json").read_text() == "old\n"
     assert mode(tmp_path / "lib" / "pkg" / "apply.py") == 0o600
     assert not (tmp_path / "new").exists()
-    assert {"before_header": f"{tmp_path}/new/unit.service (absent)", "after_header": f"{tmp_path}/new/unit.service",
-            "before": "", "after": "[Unit]\n"} in result["diff"]
+    assert {
+        "before_header": f"{tmp_path}/new/unit.service (absent)",
+        "after_header": f"{tmp_path}/new/unit.service",
+        "before": "",
+        "after": "[Unit]\n",
+    } in result["diff"]
 
 
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        (lambda a, r: a["files"].append({"path": "relative.conf", "content": ""}), "'relative.conf' is not an absolute"),
+        (lambda a, r: a["files"].append({"path": "rel.conf", "content": ""}), "'rel.conf' is not an absolute"),
         (lambda a, r: a["files"].append(dict(a["files"][0])), "plan.json is given twice"),
         (lambda a, r: a["directories"].append(str(r / "etc") + "/"), "etc is given twice"),
-        (lambda a, r: a["files"].append({"path": str(r / "nowhere" / "x.conf"), "content": ""}),
-         "add {r}/nowhere to directories"),
+        (
+            lambda a, r: a["files"].append({"path": str(r / "nowhere" / "x.conf"), "content": ""}),
+            "add {r}/nowhere to directories",
+        ),
         (lambda a, r: a["files"][0].update(mode="rw-r--r--"), "'rw-r--r--' is not an octal mode"),
         (lambda a, r: a.update(directory_mode="755x"), "directory_mode '755x' is not an octal mode"),
     ],
