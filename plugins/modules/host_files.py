@@ -15,7 +15,7 @@ description:
     M(ansible.builtin.template) task per path. A role's files are rendered on the controller
     (C(lookup('ansible.builtin.template', ...)), C(lookup('ansible.builtin.file', ...))) and given
     here as text. On a run that changes nothing this is one module call per host instead of ten.
-  - Files are written atomically (a temporary file in the same directory, then a rename).
+  - Files are written atomically (a temporary file in the same directory, then Ansible's atomic move).
   - Every path must be absolute, and given once. A file's directory must exist or be one of
     O(directories); nothing else is created.
 options:
@@ -168,16 +168,17 @@ def attributes(module, path, mode, diffs):
     return changed
 
 
-def write(path, data):
+def write(module, path, data):
+    """Write a temporary file beside ``path`` and move it in place with Ansible's atomic_move (as
+    ansible.builtin.copy does: it keeps the SELinux context and the attributes of a file it replaces)."""
     handle, temporary = tempfile.mkstemp(dir=os.path.dirname(path), prefix=f".{os.path.basename(path)}.")
     try:
         with os.fdopen(handle, "wb") as out:
             out.write(data)
-        os.replace(temporary, path)
     except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
+        os.unlink(temporary)
         raise
+    module.atomic_move(temporary, path)
 
 
 def converge(module, directories, dir_mode, files):
@@ -212,7 +213,7 @@ def converge(module, directories, dir_mode, files):
                 )
             if module.check_mode:
                 continue
-            write(path, want)
+            write(module, path, want)
             attributes(module, path, mode, [])
         elif attributes(module, path, mode, diffs):
             changed.append(path)
