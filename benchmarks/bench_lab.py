@@ -24,6 +24,7 @@ the same).
 
 from __future__ import annotations
 
+import configparser
 import os
 import re
 import shutil
@@ -50,8 +51,17 @@ RECAP = re.compile(
     r"failed=(?P<failed>\d+)\s+skipped=(?P<skipped>\d+)"
 )
 PROFILE = re.compile(r"^(?P<name>.*?) -* ?(?P<seconds>\d+\.\d+)s$")
+
+
+def configured_callbacks() -> list:
+    """The callbacks ansible.cfg enables: the profiled runs add profile_tasks to them, not in their place."""
+    cfg = configparser.ConfigParser(interpolation=None)
+    cfg.read(REPO / "ansible.cfg")
+    return [c.strip() for c in cfg.get("defaults", "callbacks_enabled", fallback="").split(",") if c.strip()]
+
+
 PROFILE_ENV = {
-    "ANSIBLE_CALLBACKS_ENABLED": "ansible.posix.profile_tasks",
+    "ANSIBLE_CALLBACKS_ENABLED": ",".join(["ansible.posix.profile_tasks", *configured_callbacks()]),
     "PROFILE_TASKS_TASK_OUTPUT_LIMIT": "all",
     "PROFILE_TASKS_SORT_ORDER": "descending",
 }

@@ -1,0 +1,80 @@
+# Copyright: (c) 2026, gpufabric.rollout contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Make each task's worker process cheaper: load once in the controller what every worker loads.
+
+Ansible forks a worker process from the controller for every task on every host. A worker starts
+with the controller's memory, and whatever it loads itself is lost when it exits:
+- A worker that runs a collection's module or action imports that collection's package, which
+  parses its meta/runtime.yml. Mitogen's strategy imports every visible collection this way before
+  each collection module it runs (community.general's runtime.yml alone takes milliseconds to
+  parse). Importing them once in the controller, before the first worker forks, lets every worker
+  inherit them.
+- A worker's garbage collector walks every object it inherited (the controller's whole heap) each
+  time it runs a full collection, and touching those pages copies them. Freezing the inherited
+  objects in the child (gc.freeze right after the fork) keeps the worker's collections to what the
+  worker itself allocates. The controller's own memory and collections are left as they are.
+"""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: warm_workers
+type: aggregate
+short_description: Load collections once in the controller and spare workers a walk of inherited memory
+description:
+  - Imports the package of every collection Ansible can see once, in the controller, when the
+    playbook starts, so that the worker process forked for each task inherits them instead of
+    importing them again.
+  - Registers a fork hook so that each worker freezes the objects it inherited from the controller
+    (Python's gc.freeze). Its garbage collections then skip them.
+  - It changes no task, result or output; it only makes each task's worker cheaper. The project's
+    ansible.cfg enables it.
+requirements:
+  - enabled in callbacks_enabled (ansible.cfg) or ANSIBLE_CALLBACKS_ENABLED
+"""
+
+import gc
+import importlib
+import os
+
+from ansible.collections.list import list_collection_dirs
+from ansible.module_utils.common.text.converters import to_text
+from ansible.plugins.callback import CallbackBase
+
+_FORK_HOOK = {"registered": False}
+
+
+def collection_packages():
+    """The package name of every collection on the configured collections path."""
+    names = []
+    for path in list_collection_dirs():
+        namespace, name = to_text(path).rstrip("/").split("/")[-2:]
+        names.append(f"ansible_collections.{namespace}.{name}")
+    return sorted(set(names))
+
+
+def register_fork_hook():
+    """From now on, every process forked from this one freezes what it inherited (once per process)."""
+    if not _FORK_HOOK["registered"]:
+        os.register_at_fork(after_in_child=gc.freeze)
+        _FORK_HOOK["registered"] = True
+
+
+class CallbackModule(CallbackBase):
+    CALLBACK_VERSION = 2.0
+    CALLBACK_TYPE = "aggregate"
+    CALLBACK_NAME = "gpufabric.rollout.warm_workers"
+    CALLBACK_NEEDS_ENABLED = True
+
+    def v2_playbook_on_start(self, playbook):
+        loaded, failed = [], []
+        for package in collection_packages():
+            try:
+                importlib.import_module(package)
+                loaded.append(package)
+            except Exception as exc:  # a broken collection fails where a task uses it, as without this plugin
+                failed.append(f"{package} ({exc})")
+        register_fork_hook()
+        self._display.vvv(f"warm_workers: imported {len(loaded)} collection packages in the controller")
+        if failed:
+            self._display.vvv("warm_workers: left to the workers: " + ", ".join(failed))

@@ -1,0 +1,138 @@
+"""The warm_workers callback: workers inherit the collections and freeze what they inherit.
+
+Each test runs Ansible (or Python) in a fresh process: the callback registers a fork hook, which
+must not stay behind in the test process."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PLAYBOOK = Path(sys.executable).parent / "ansible-playbook"
+
+# An action plugin runs in the worker Ansible forks for the task: it reports what that worker
+# started with.
+PROBE_ACTION = """
+import gc
+import json
+import sys
+
+from ansible.plugins.action import ActionBase
+
+
+class ActionModule(ActionBase):
+    def run(self, tmp=None, task_vars=None):
+        packages = sorted(m for m in sys.modules if m.startswith("ansible_collections.") and m.count(".") == 2)
+        with open(self._task.args["dest"], "w") as out:
+            json.dump({"frozen": gc.get_freeze_count(), "collections": packages}, out)
+        return {"changed": False}
+"""
+
+
+def visible_collections():
+    root = REPO / ".collections" / "ansible_collections"
+    return sorted(f"ansible_collections.{ns.name}.{c.name}" for ns in root.iterdir() for c in ns.iterdir())
+
+
+def probe_worker(tmp_path: Path, callbacks: str) -> dict:
+    (tmp_path / "action").mkdir()
+    (tmp_path / "action" / "probe_worker.py").write_text(PROBE_ACTION)
+    report = tmp_path / "worker.json"
+    (tmp_path / "play.yml").write_text(
+        textwrap.dedent(
+            f"""\
+            - hosts: localhost
+              gather_facts: false
+              tasks:
+                - probe_worker:
+                    dest: {report}
+            """
+        )
+    )
+    env = dict(
+        os.environ,
+        ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
+        ANSIBLE_ACTION_PLUGINS=str(tmp_path / "action"),
+        ANSIBLE_CALLBACKS_ENABLED=callbacks,
+        ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"),
+    )
+    subprocess.run(
+        [str(PLAYBOOK), "-i", "localhost,", "-c", "local", str(tmp_path / "play.yml")],
+        cwd=REPO,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return json.loads(report.read_text())
+
+
+@pytest.mark.parametrize("enabled", [True, False], ids=["enabled", "not-enabled"])
+def test_the_worker_starts_with_every_collection_and_frozen_memory(tmp_path, enabled):
+    callbacks = "ansible.posix.profile_tasks" + (",gpufabric.rollout.warm_workers" if enabled else "")
+    worker = probe_worker(tmp_path, callbacks)
+    collections = visible_collections()
+    assert "ansible_collections.community.general" in collections  # one the play itself never loads
+    if enabled:
+        assert set(collections) <= set(worker["collections"])
+        assert worker["frozen"] > 1000
+    else:
+        # What the callback changes: without it the worker inherits neither.
+        assert "ansible_collections.community.general" not in worker["collections"]
+        assert worker["frozen"] == 0
+
+
+FORK_PROBE = """
+import gc, os, sys
+from ansible.plugins.loader import init_plugin_loader
+init_plugin_loader([sys.argv[1]])
+from ansible_collections.gpufabric.rollout.plugins.callback import warm_workers
+warm_workers.register_fork_hook()
+warm_workers.register_fork_hook()  # a second callback instance registers nothing more
+before = gc.get_freeze_count()
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    os.write(w, str(gc.get_freeze_count()).encode())
+    os._exit(0)
+os.close(w)
+child = int(os.read(r, 64))
+os.waitpid(pid, 0)
+print(before, child, gc.get_freeze_count())
+"""
+
+
+def test_only_the_child_freezes_and_the_controller_keeps_collecting():
+    out = subprocess.run(
+        [sys.executable, "-c", FORK_PROBE, str(REPO / ".collections")], capture_output=True, text=True, check=True
+    )
+    before, child, after = map(int, out.stdout.split())
+    assert before == 0 and after == 0
+    assert child > 1000
+
+
+def test_collection_packages_names_each_visible_collection_once():
+    # ansible-core's own internal collections are visible too: any extra entry must be one of them.
+    probe = (
+        "import json, sys\n"
+        "from ansible.plugins.loader import init_plugin_loader\n"
+        "init_plugin_loader([sys.argv[1]])\n"
+        "from ansible_collections.gpufabric.rollout.plugins.callback import warm_workers\n"
+        "print(json.dumps(warm_workers.collection_packages()))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe, str(REPO / ".collections")],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg")),
+    )
+    packages = json.loads(out.stdout.strip().splitlines()[-1])
+    assert len(packages) == len(set(packages))
+    assert set(visible_collections()) <= set(packages)
+    assert {p for p in packages if p not in visible_collections()} <= {"ansible_collections.ansible._protomatter"}
