@@ -93,7 +93,7 @@ from ansible.plugins.loader import init_plugin_loader
 init_plugin_loader([sys.argv[1]])
 from ansible_collections.gpufabric.rollout.plugins.callback import warm_workers
 warm_workers.register_fork_hook()
-warm_workers.register_fork_hook()  # a second callback instance registers nothing more
+warm_workers.register_fork_hook()  # a second call (another callback instance) must not fail
 before = gc.get_freeze_count()
 r, w = os.pipe()
 pid = os.fork()
