@@ -15,6 +15,9 @@ description:
     C(setpci -s BDF ECAP_ACS+0x6.w) and clears the redirect bits (P2P request redirect 0x04 and
     completion redirect 0x08 by default), so GPUDirect peer-to-peer traffic stays below the
     PCIe switch instead of going up to the root complex.
+  - One setpci call reads every bridge (an operation group per bridge), one writes those that
+    differ and one reads them back; a bridge without ACS ends a setpci call, so the bridges after
+    it are read in the next one.
   - Bridges without an ACS capability are reported and skipped.
   - Refuses to run on a virtual machine, where ACS must stay enabled.
   - The setting is lost at reboot; the C(roce) role's boot service re-applies it.

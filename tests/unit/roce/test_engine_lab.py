@@ -219,6 +219,48 @@ def test_acs_redirect_cleared_on_upstream_bridges(mofed_lab):
     assert _pcie_acs.run_acs(bridges, ACS_REDIRECT_MASK, io.runner, check_mode=False)["changed"] is False
 
 
+def _hide_acs(sysroot, bdf):
+    """Give the bridge's ACS extended capability another ID, as on a bridge that has none."""
+    path = Path(sysroot, "sys/bus/pci/devices", bdf, "config")
+    cfg = bytearray(path.read_bytes())
+    pos = 0x100
+    while pos:
+        header = int.from_bytes(cfg[pos : pos + 4], "little")
+        if header & 0xFFFF == 0x0D:
+            cfg[pos : pos + 2] = (0x0B).to_bytes(2, "little")
+            path.write_bytes(bytes(cfg))
+            return
+        pos = (header >> 20) & 0xFFC
+    raise AssertionError(f"{bdf} has no ACS capability to hide")
+
+
+def test_acs_batched_over_the_setpci_simulator_skips_a_bridge_without_acs(mofed_lab):
+    """One setpci call reads every bridge up to the next one without ACS (the simulator stops there,
+    as setpci does): that bridge is reported as skipped, the bridges after it are still read and
+    cleared, and the writes and their read-back are one call each."""
+    _flavour, io, topology = mofed_lab
+    endpoints = [n["bdf"] for n in topology["nics"] if n["role"] == "compute"]
+    bridges = _pcie_acs.upstream_bridges(io.sysroot, endpoints)
+    first = {b["bdf"]: b for b in _pcie_acs.run_acs(bridges, ACS_REDIRECT_MASK, io.runner, check_mode=True)["bridges"]}
+    with_acs = [bdf for bdf in bridges if not first[bdf].get("skipped")]
+    hidden = with_acs[0]
+    _hide_acs(io.sysroot.root, hidden)
+    calls = []
+    runner = _host.Runner(run=lambda argv: calls.append(argv) or io.runner.run(argv), which=io.runner.which)
+    out = {b["bdf"]: b for b in _pcie_acs.run_acs(bridges, ACS_REDIRECT_MASK, runner, check_mode=False)["bridges"]}
+    assert "Extended capability 000d not found" in out[hidden]["skipped"]
+    skipped = [bdf for bdf in bridges if out[bdf].get("skipped")]
+    cleared = [bdf for bdf in bridges if bdf not in skipped]
+    assert cleared and bridges.index(cleared[-1]) > bridges.index(hidden)
+    assert all(not out[bdf]["redirect"] for bdf in cleared)
+    assert any(out[bdf]["before"] != out[bdf]["after"] for bdf in cleared)
+    reads = len(skipped) + (0 if bridges[-1] in skipped else 1)
+    assert len(calls) == reads + 2, calls  # + one write, one read-back of the written bridges
+    calls.clear()
+    assert _pcie_acs.run_acs(bridges, ACS_REDIRECT_MASK, runner, check_mode=False)["changed"] is False
+    assert len(calls) == reads
+
+
 def test_backend_choice_follows_installed_tools(lab):
     flavour, io, _topology = lab
     if flavour == "mofed":

@@ -73,11 +73,12 @@ def _pci_tree(root):
 ACS = "ECAP_ACS+0x6.w"
 
 
+BOTH = ("setpci", "-s", "0000:15:01.0", ACS, "-s", "0000:16:00.0", ACS)
+
+
 def test_pcie_acs_reads_the_bridges_above_an_endpoint_in_check_mode(tmp_path, monkeypatch, capsys):
     calls = []
-    runner = fake_runner(
-        {("setpci", "-s", "0000:15:01.0", ACS): "001d\n", ("setpci", "-s", "0000:16:00.0", ACS): "0011\n"}, calls
-    )
+    runner = fake_runner({BOTH: "001d\n0011\n"}, calls)
     args = {"endpoints": ["0000:17:00.0"], "sysroot": _pci_tree(tmp_path), "_ansible_check_mode": True}
     code, out = run_module(pcie_acs, args, monkeypatch, capsys, runner)
     assert code == 0, out
@@ -86,18 +87,16 @@ def test_pcie_acs_reads_the_bridges_above_an_endpoint_in_check_mode(tmp_path, mo
         {"bdf": "0000:15:01.0", "before": "001d", "after": "0011", "redirect": False},
         {"bdf": "0000:16:00.0", "before": "0011", "after": "0011", "redirect": False},
     ]
-    assert all(len(c) == 4 for c in calls)  # reads only: nothing written in check mode
+    assert calls == [BOTH]  # one read of both bridges, nothing written in check mode
 
 
 def test_pcie_acs_names_setpci_call_and_line_of_bad_output(tmp_path, monkeypatch, capsys):
-    runner = fake_runner(
-        {("setpci", "-s", "0000:15:01.0", ACS): "001d\n", ("setpci", "-s", "0000:16:00.0", ACS): "zz\n"}
-    )
+    runner = fake_runner({BOTH: "001d\nzz\n"})
     args = {"endpoints": ["0000:17:00.0"], "sysroot": _pci_tree(tmp_path), "_ansible_check_mode": True}
     code, out = run_module(pcie_acs, args, monkeypatch, capsys, runner)
     assert code == 1
     _no_traceback(out)
-    assert out["msg"] == f"setpci -s 0000:16:00.0 {ACS}: setpci printed no 16-bit value (line 1: 'zz')"
+    assert out["msg"] == f"{' '.join(BOTH)}: setpci printed no 16-bit value (line 2: 'zz')"
 
 
 CONF = "/etc/modprobe.d/gpufabric-ib_core.conf"
