@@ -145,6 +145,8 @@ def changes(path, want, mode, prune):
     written, before = [], {}
     for name, text in want.items():
         target = os.path.join(path, name)
+        if os.path.lexists(target) and not os.path.isfile(target):
+            raise RenderError(f"render_files: {target} exists and is not a file; move it away, or render elsewhere")
         old = read_text(target)
         if old != text or (os.stat(target).st_mode & 0o7777) != mode:
             written.append(name)
@@ -203,7 +205,12 @@ def main():
         want = wanted(module.params["objects"], module.params["files"])
     except RenderError as err:
         module.fail_json(msg=str(err))
-    written, removed, before = changes(path, want, mode, module.params["prune"])
+    try:
+        written, removed, before = changes(path, want, mode, module.params["prune"])
+    except RenderError as err:
+        module.fail_json(msg=str(err))
+    except OSError as err:
+        module.fail_json(msg=f"render_files: cannot read {path}: {err}")
     created = not os.path.isdir(path)
     changed = bool(written or removed or created)
     result = dict(changed=changed, written=written, removed=removed)
@@ -216,12 +223,15 @@ def main():
         ]
     if module.check_mode or not changed:
         module.exit_json(**result)
-    if created:
-        os.makedirs(path, mode=0o755)
-    for name in written:
-        write(path, name, want[name], mode)
-    for name in removed:
-        os.remove(os.path.join(path, name))
+    try:
+        if created:
+            os.makedirs(path, mode=0o755)
+        for name in written:
+            write(path, name, want[name], mode)
+        for name in removed:
+            os.remove(os.path.join(path, name))
+    except OSError as err:
+        module.fail_json(msg=f"render_files: cannot write {path}: {err}", **result)
     module.exit_json(**result)
 
 

@@ -134,3 +134,30 @@ def test_a_path_that_is_a_file_or_a_bad_mode_is_refused(tmp_path, capsys):
     code, result = run(capsys, dict(planned(tmp_path / "out"), mode="rw-r--r--"))
     assert code == 1 and "'rw-r--r--' is not an octal mode" in result["msg"]
     assert not (tmp_path / "out").exists()
+
+
+def test_a_directory_with_a_planned_file_name_is_refused_before_any_write(tmp_path, capsys):
+    (tmp_path / "rail0-pool.yaml").mkdir()
+
+    code, result = run(capsys, planned(tmp_path))
+
+    assert code == 1 and result["failed"] is True
+    assert result["msg"] == (
+        f"render_files: {tmp_path / 'rail0-pool.yaml'} exists and is not a file; move it away, or render elsewhere"
+    )
+    assert "exception" not in result
+    assert sorted(os.listdir(tmp_path)) == ["rail0-pool.yaml"], "nothing written"
+
+
+def test_a_directory_it_cannot_write_fails_with_the_reason(tmp_path, capsys):
+    if os.geteuid() == 0:
+        # root writes through directory modes; a file in the place of a temporary file stops it instead
+        (tmp_path / f".rail0-nad.yaml.{os.getpid()}.tmp").mkdir()
+    else:
+        tmp_path.chmod(0o555)
+
+    code, result = run(capsys, planned(tmp_path))
+
+    assert code == 1 and result["failed"] is True
+    assert result["msg"].startswith(f"render_files: cannot write {tmp_path}: ")
+    assert "exception" not in result
