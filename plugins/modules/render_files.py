@@ -203,9 +203,6 @@ def main():
         module.fail_json(msg=f"render_files: {path} exists and is not a directory")
     try:
         want = wanted(module.params["objects"], module.params["files"])
-    except RenderError as err:
-        module.fail_json(msg=str(err))
-    try:
         written, removed, before = changes(path, want, mode, module.params["prune"])
     except RenderError as err:
         module.fail_json(msg=str(err))
