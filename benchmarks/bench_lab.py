@@ -167,7 +167,10 @@ def run(name: str, argv: list, env: dict | None = None, sample_memory: bool = Fa
     logfile = LOGS / f"{name}.log"
     full_env = dict(os.environ, **(env or {}))
     peak = [0]
-    cpu0 = (resource.getrusage(resource.RUSAGE_CHILDREN), nodes_cpu() if measure_cpu else 0.0, machine_busy())
+    # The nodes' cgroups are read with podman (child processes that use CPU): before the other two
+    # readings at the start and after them at the end, so that neither counts the bench's own calls.
+    nodes0 = nodes_cpu() if measure_cpu else 0.0
+    usage0, busy0 = resource.getrusage(resource.RUSAGE_CHILDREN), machine_busy()
     start = time.perf_counter()
     with open(logfile, "w") as out:
         proc = subprocess.Popen(argv, cwd=REPO, env=full_env, stdout=out, stderr=subprocess.STDOUT)
@@ -183,11 +186,11 @@ def run(name: str, argv: list, env: dict | None = None, sample_memory: bool = Fa
         rc = proc.wait()
         done.set()
     wall = time.perf_counter() - start
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    usage, busy = resource.getrusage(resource.RUSAGE_CHILDREN), machine_busy()
     cpu = {
-        "controller": usage.ru_utime + usage.ru_stime - cpu0[0].ru_utime - cpu0[0].ru_stime,
-        "nodes": nodes_cpu() - cpu0[1] if measure_cpu else 0.0,
-        "machine": machine_busy() - cpu0[2],
+        "controller": usage.ru_utime + usage.ru_stime - usage0.ru_utime - usage0.ru_stime,
+        "machine": busy - busy0,
+        "nodes": nodes_cpu() - nodes0 if measure_cpu else 0.0,
     }
     text = logfile.read_text(errors="replace")
     if rc != 0:
