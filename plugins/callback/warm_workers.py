@@ -9,6 +9,11 @@ with the controller's memory, and whatever it loads itself is lost when it exits
   each collection module it runs (community.general's runtime.yml alone takes milliseconds to
   parse). Importing them once in the controller, before the first worker forks, lets every worker
   inherit them.
+- A worker that compiles a template looks up the filters and tests it names. The first lookup of an
+  ansible.builtin one loads every builtin filter (or test) file and wraps each plugin; a collection's
+  one executes the file that holds it. The controller seldom needs either, so every worker did this
+  again and dropped it on exit. Loading the builtin plugins and importing every collection's filter
+  and test files once in the controller makes each lookup one in what the worker inherited.
 - A worker's garbage collector walks every object it inherited (the controller's whole heap) each
   time it runs a full collection, and touching those pages copies them. Freezing the inherited
   objects in the child (gc.freeze right after the fork) keeps the worker's collections to what the
@@ -25,6 +30,8 @@ description:
   - Imports the package of every collection Ansible can see once, in the controller, when the
     playbook starts, so that the worker process forked for each task inherits them instead of
     importing them again.
+  - Loads the builtin filter and test plugins and imports the filter and test plugin files of those
+    collections the same way, so that a worker does not load them again to compile a template.
   - Registers a fork hook so that each worker freezes the objects it inherited from the controller
     (Python's gc.freeze). Its garbage collections then skip them.
   - It changes no task, result or output; it only makes each task's worker cheaper. The project's
@@ -36,10 +43,12 @@ requirements:
 import gc
 import importlib
 import os
+import pkgutil
 
 from ansible.collections.list import list_collection_dirs
 from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.callback import CallbackBase
+from ansible.plugins.loader import filter_loader, test_loader
 
 _FORK_HOOK = {"registered": False}
 
@@ -51,6 +60,18 @@ def collection_packages():
         namespace, name = to_text(path).rstrip("/").split("/")[-2:]
         names.append(f"ansible_collections.{namespace}.{name}")
     return sorted(set(names))
+
+
+def jinja_plugin_modules(package: str) -> list:
+    """The module names of a collection package's filter and test plugin files (imports the package)."""
+    names = []
+    for kind in ("filter", "test"):
+        try:
+            plugins = importlib.import_module(f"{package}.plugins.{kind}")
+        except ImportError:  # a collection without plugins of that kind
+            continue
+        names.extend(f"{plugins.__name__}.{info.name}" for info in pkgutil.iter_modules(plugins.__path__))
+    return sorted(names)
 
 
 def register_fork_hook():
@@ -67,14 +88,28 @@ class CallbackModule(CallbackBase):
     CALLBACK_NEEDS_ENABLED = True
 
     def v2_playbook_on_start(self, playbook):
-        loaded, failed = [], []
+        # The builtin filters and tests: the loaders keep them once loaded (public API: all()).
+        builtin = len(list(filter_loader.all())) + len(list(test_loader.all()))
+        packages, plugins, failed = 0, 0, []
         for package in collection_packages():
             try:
                 importlib.import_module(package)
-                loaded.append(package)
-            except Exception as exc:  # a broken collection fails where a task uses it, as without this plugin
+                modules = jinja_plugin_modules(package)
+            except Exception as exc:  # a broken collection fails where a task uses it, as without this callback
                 failed.append(f"{package} ({exc})")
+                continue
+            packages += 1
+            # Ansible finds a filter or test file's module in sys.modules and does not execute it again.
+            for module in modules:
+                try:
+                    importlib.import_module(module)
+                    plugins += 1
+                except Exception as exc:  # as above: the task that uses it reports it
+                    failed.append(f"{module} ({exc})")
         register_fork_hook()
-        self._display.vvv(f"warm_workers: imported {len(loaded)} collection packages in the controller")
+        self._display.vvv(
+            f"warm_workers: loaded {builtin} builtin filters and tests, and imported {packages} collection "
+            f"packages and {plugins} of their filter and test plugin files in the controller"
+        )
         if failed:
             self._display.vvv("warm_workers: left to the workers: " + ", ".join(failed))

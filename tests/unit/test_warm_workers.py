@@ -23,13 +23,19 @@ import json
 import sys
 
 from ansible.plugins.action import ActionBase
+from ansible.plugins.loader import filter_loader, test_loader
 
 
 class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         packages = sorted(m for m in sys.modules if m.startswith("ansible_collections.") and m.count(".") == 2)
+        jinja = sorted(m for m in sys.modules if ".plugins.filter." in m or ".plugins.test." in m)
         with open(self._task.args["dest"], "w") as out:
-            json.dump({"frozen": gc.get_freeze_count(), "collections": packages}, out)
+            # The loaders' cache of builtin plugins (internal): filled once, it is not loaded again.
+            builtin = {"filters": len(filter_loader._cached_non_collection_wrappers),
+                       "tests": len(test_loader._cached_non_collection_wrappers)}
+            report = {"frozen": gc.get_freeze_count(), "collections": packages, "jinja": jinja, "builtin": builtin}
+            json.dump(report, out)
         return {"changed": False}
 """
 
@@ -39,7 +45,7 @@ def visible_collections():
     return sorted(f"ansible_collections.{ns.name}.{c.name}" for ns in root.iterdir() for c in ns.iterdir())
 
 
-def probe_worker(tmp_path: Path, callbacks: str) -> dict:
+def probe_worker(tmp_path: Path, callbacks: str, collections_path: str = "") -> dict:
     (tmp_path / "action").mkdir()
     (tmp_path / "action" / "probe_worker.py").write_text(PROBE_ACTION)
     report = tmp_path / "worker.json"
@@ -61,6 +67,8 @@ def probe_worker(tmp_path: Path, callbacks: str) -> dict:
         ANSIBLE_CALLBACKS_ENABLED=callbacks,
         ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"),
     )
+    if collections_path:
+        env["ANSIBLE_COLLECTIONS_PATH"] = collections_path
     subprocess.run(
         [str(PLAYBOOK), "-i", "localhost,", "-c", "local", str(tmp_path / "play.yml")],
         cwd=REPO,
@@ -78,13 +86,60 @@ def test_the_worker_starts_with_every_collection_and_frozen_memory(tmp_path, ena
     worker = probe_worker(tmp_path, callbacks)
     collections = visible_collections()
     assert "ansible_collections.community.general" in collections  # one the play itself never loads
+    # Filter files the play's one task never templates: this collection's and another's.
+    filters = {
+        "ansible_collections.gpufabric.rollout.plugins.filter.plan",
+        "ansible_collections.community.general.plugins.filter.json_query",
+    }
     if enabled:
         assert set(collections) <= set(worker["collections"])
+        assert filters <= set(worker["jinja"])
+        assert worker["builtin"]["filters"] > 100 and worker["builtin"]["tests"] > 50
         assert worker["frozen"] > 1000
     else:
-        # What the callback changes: without it the worker inherits neither.
+        # What the callback changes: without it the worker inherits none of them.
         assert "ansible_collections.community.general" not in worker["collections"]
+        assert not filters & set(worker["jinja"])
+        assert worker["builtin"] == {"filters": 0, "tests": 0}
         assert worker["frozen"] == 0
+
+
+def test_a_broken_filter_file_leaves_the_others_loaded_and_the_play_running(tmp_path):
+    # A collection of its own: a filter file that cannot be imported beside one that can. The broken
+    # file fails only where a task uses it, as without the callback.
+    filters = tmp_path / "colls" / "ansible_collections" / "probe" / "jinja" / "plugins" / "filter"
+    filters.mkdir(parents=True)
+    meta = "namespace: probe\nname: jinja\nversion: 1.0.0\nreadme: README.md\nauthors: [probe]\n"
+    (filters.parents[1] / "galaxy.yml").write_text(meta)
+    (filters / "broken.py").write_text("import a_module_that_is_not_installed\n")
+    (filters / "fine.py").write_text("class FilterModule:\n    def filters(self):\n        return {'fine': str}\n")
+    worker = probe_worker(
+        tmp_path, "gpufabric.rollout.warm_workers", collections_path=f"{tmp_path / 'colls'}:{REPO / '.collections'}"
+    )
+    assert "ansible_collections.probe.jinja.plugins.filter.fine" in worker["jinja"]
+    assert "ansible_collections.probe.jinja.plugins.filter.broken" not in worker["jinja"]
+    assert "ansible_collections.gpufabric.rollout.plugins.filter.plan" in worker["jinja"]
+
+
+def test_jinja_plugin_modules_names_each_filter_and_test_file():
+    probe = (
+        "import json, sys\n"
+        "from ansible.plugins.loader import init_plugin_loader\n"
+        "init_plugin_loader([sys.argv[1]])\n"
+        "from ansible_collections.gpufabric.rollout.plugins.callback import warm_workers\n"
+        "print(json.dumps(warm_workers.jinja_plugin_modules('ansible_collections.gpufabric.rollout')))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe, str(REPO / ".collections")], capture_output=True, text=True, check=True
+    )
+    names = json.loads(out.stdout.strip().splitlines()[-1])
+    files = sorted(
+        f"ansible_collections.gpufabric.rollout.plugins.{kind}.{path.stem}"
+        for kind in ("filter", "test")
+        for path in (REPO / "plugins" / kind).glob("*.py")
+        if path.stem != "__init__"
+    )
+    assert files and names == files
 
 
 FORK_PROBE = """
