@@ -121,18 +121,27 @@ def test_a_broken_filter_file_leaves_the_others_loaded_and_the_play_running(tmp_
     assert "ansible_collections.gpufabric.rollout.plugins.filter.plan" in worker["jinja"]
 
 
-def test_jinja_plugin_modules_names_each_filter_and_test_file():
+def call_in_fresh_python(call: str):
+    """What warm_workers.<call> returns in a new Python whose plugin loader sees the checkout's collections."""
     probe = (
         "import json, sys\n"
         "from ansible.plugins.loader import init_plugin_loader\n"
         "init_plugin_loader([sys.argv[1]])\n"
         "from ansible_collections.gpufabric.rollout.plugins.callback import warm_workers\n"
-        "print(json.dumps(warm_workers.jinja_plugin_modules('ansible_collections.gpufabric.rollout')))\n"
+        f"print(json.dumps(warm_workers.{call}))\n"
     )
     out = subprocess.run(
-        [sys.executable, "-c", probe, str(REPO / ".collections")], capture_output=True, text=True, check=True
+        [sys.executable, "-c", probe, str(REPO / ".collections")],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg")),
     )
-    names = json.loads(out.stdout.strip().splitlines()[-1])
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_jinja_plugin_modules_names_each_filter_and_test_file():
+    names = call_in_fresh_python("jinja_plugin_modules('ansible_collections.gpufabric.rollout')")
     files = sorted(
         f"ansible_collections.gpufabric.rollout.plugins.{kind}.{path.stem}"
         for kind in ("filter", "test")
@@ -173,21 +182,7 @@ def test_only_the_child_freezes_and_the_controller_keeps_collecting():
 
 def test_collection_packages_names_each_visible_collection_once():
     # ansible-core's own internal collections are visible too: any extra entry must be one of them.
-    probe = (
-        "import json, sys\n"
-        "from ansible.plugins.loader import init_plugin_loader\n"
-        "init_plugin_loader([sys.argv[1]])\n"
-        "from ansible_collections.gpufabric.rollout.plugins.callback import warm_workers\n"
-        "print(json.dumps(warm_workers.collection_packages()))\n"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", probe, str(REPO / ".collections")],
-        capture_output=True,
-        text=True,
-        check=True,
-        env=dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg")),
-    )
-    packages = json.loads(out.stdout.strip().splitlines()[-1])
+    packages = call_in_fresh_python("collection_packages()")
     assert len(packages) == len(set(packages))
     assert set(visible_collections()) <= set(packages)
     assert {p for p in packages if p not in visible_collections()} <= {"ansible_collections.ansible._protomatter"}
