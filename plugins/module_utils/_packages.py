@@ -1,11 +1,53 @@
 # Copyright: (c) 2026, gpufabric.rollout contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Package names the roles share: the running kernel's headers, and which wanted packages (at which
-version) the plan's package read (ansible_facts.packages) does not hold."""
+"""Package names the roles share: the running kernel's headers, the read of the installed packages
+(module installed_packages, ansible_facts.packages), and which wanted packages (at which version)
+that read does not hold."""
 
 from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Optional
+
+# One line per installed package and architecture; the fields hold no spaces (dpkg-query(1), the
+# db:Status-Abbrev virtual field: want, status and error flag letters, e.g. "ii" or "hi"; rpm(8)
+# --queryformat tags, EPOCH printing "(none)" for a package without one).
+DPKG_QUERY_FORMAT = "${Package} ${Version} ${Architecture} ${db:Status-Abbrev}\\n"
+RPM_QUERY_FORMAT = "%{NAME} %{EPOCH} %{VERSION} %{RELEASE} %{ARCH}\\n"
+# dpkg status letters (second of db:Status-Abbrev) of a package that is not on the node
+DPKG_ABSENT = ("n", "c")
+
+
+def parse_dpkg_query(stdout: Optional[str]) -> Dict[str, List[Dict[str, Any]]]:
+    """package_facts' {name: [entries]} from ``dpkg-query -W -f=DPKG_QUERY_FORMAT`` output: every
+    package but those not installed or with their configuration files left only."""
+    out: Dict[str, List[Dict[str, Any]]] = {}
+    for line in (stdout or "").splitlines():
+        fields = line.split()
+        if len(fields) != 4 or len(fields[3]) < 2 or fields[3][1] in DPKG_ABSENT:
+            continue
+        name, version, arch = fields[:3]
+        out.setdefault(name, []).append({"name": name, "version": version, "arch": arch, "source": "apt"})
+    return out
+
+
+def parse_rpm_query(stdout: Optional[str]) -> Dict[str, List[Dict[str, Any]]]:
+    """package_facts' {name: [entries]} from ``rpm -qa --queryformat RPM_QUERY_FORMAT`` output."""
+    out: Dict[str, List[Dict[str, Any]]] = {}
+    for line in (stdout or "").splitlines():
+        fields = line.split()
+        if len(fields) != 5:
+            continue
+        name, epoch, version, release, arch = fields
+        entry = {
+            "name": name,
+            "epoch": None if epoch == "(none)" else int(epoch) if epoch.isdigit() else epoch,
+            "version": version,
+            "release": release,
+            "arch": arch,
+            "source": "rpm",
+        }
+        out.setdefault(name, []).append(entry)
+    return out
 
 
 def kernel_headers(family: Optional[str], kernel: Optional[str]) -> str:

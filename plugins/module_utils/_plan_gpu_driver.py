@@ -63,7 +63,7 @@ def version_tuple(text: Any) -> Tuple[int, ...]:
 
 
 def host_driver_packages(packages: Optional[Mapping[str, Any]]) -> List[str]:
-    """Installed packages (ansible package_facts) that carry an NVIDIA kernel driver."""
+    """Installed packages (ansible_facts.packages) that carry an NVIDIA kernel driver."""
     return sorted(name for name in (packages or {}) if DRIVER_PACKAGES.match(str(name)))
 
 

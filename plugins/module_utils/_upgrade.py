@@ -55,7 +55,7 @@ class UpgradeError(ValueError):
 
 # --------------------------------------------------------------------------------------------- node
 def installed_version(packages: Optional[Mapping[str, Any]], name: str) -> Optional[str]:
-    """The installed version of a package from ansible package_facts (deb: version-revision; rpm adds release)."""
+    """The installed version of a package from ansible_facts.packages (deb: version-revision; rpm adds release)."""
     entries = (packages or {}).get(name) or []
     if not entries:
         return None

@@ -15,7 +15,7 @@ description:
     as a loaded RDMA core when C(/sys/module) is not visible.
 options:
   installed:
-    description: Installed package name to version (for example from M(ansible.builtin.package_facts)).
+    description: Installed package name to version (for example from M(gpufabric.rollout.installed_packages)).
     type: dict
     default: {}
 extends_documentation_fragment:
