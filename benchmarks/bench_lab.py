@@ -21,7 +21,9 @@ Every site.yml run also prints where the CPU went: the controller's Ansible proc
 sys of the waited processes), the lab nodes' containers (their cgroups' CPU usage) and the rest
 of the machine (the lab's control plane, the kernel), from /proc/stat. On a controller that also
 hosts the nodes, that total over the CPU count is the least wall time the run can take: the
-16-node line prints it as a multiple of the 2-node run.
+16-node line prints it as a multiple of the 2-node run. It also prints the CPU time the hypervisor
+took away while the machine had work (steal): on a shared virtual machine, the same run slows
+with it, which explains rounds that differ with nothing else changed.
 
 Figures only: it never fails on timing; it exits 1 when a run fails or a rerun changes something.
 Logs of every run are kept in .lab/bench/. BENCH_LAB_TRANSPORTS picks the transports
@@ -115,11 +117,15 @@ def process_tree_rss(root_pid: int) -> int:
     return total
 
 
-def machine_busy() -> float:
-    """CPU-seconds the whole machine has spent busy (not idle, not waiting for I/O), /proc/stat."""
+def machine_busy() -> tuple:
+    """(busy, stolen): CPU-seconds the whole machine has spent busy (not idle, not waiting for I/O,
+    not stolen), and those the hypervisor gave to other guests while this one had work (steal),
+    /proc/stat (proc(5); guest time is already counted in user)."""
     with open("/proc/stat") as fh:
-        fields = [int(v) for v in fh.readline().split()[1:]]
-    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+        fields = [int(v) for v in fh.readline().split()[1:]] + [0] * 8
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields[:8]
+    tick = os.sysconf("SC_CLK_TCK")
+    return (user + nice + system + irq + softirq) / tick, steal / tick
 
 
 def lab_containers() -> list:
@@ -170,7 +176,7 @@ def run(name: str, argv: list, env: dict | None = None, sample_memory: bool = Fa
     # The nodes' cgroups are read with podman (child processes that use CPU): before the other two
     # readings at the start and after them at the end, so that neither counts the bench's own calls.
     nodes0 = nodes_cpu() if measure_cpu else 0.0
-    usage0, busy0 = resource.getrusage(resource.RUSAGE_CHILDREN), machine_busy()
+    usage0, (busy0, stolen0) = resource.getrusage(resource.RUSAGE_CHILDREN), machine_busy()
     start = time.perf_counter()
     with open(logfile, "w") as out:
         proc = subprocess.Popen(argv, cwd=REPO, env=full_env, stdout=out, stderr=subprocess.STDOUT)
@@ -186,10 +192,11 @@ def run(name: str, argv: list, env: dict | None = None, sample_memory: bool = Fa
         rc = proc.wait()
         done.set()
     wall = time.perf_counter() - start
-    usage, busy = resource.getrusage(resource.RUSAGE_CHILDREN), machine_busy()
+    usage, (busy, stolen) = resource.getrusage(resource.RUSAGE_CHILDREN), machine_busy()
     cpu = {
         "controller": usage.ru_utime + usage.ru_stime - usage0.ru_utime - usage0.ru_stime,
         "machine": busy - busy0,
+        "stolen": stolen - stolen0,
         "nodes": nodes_cpu() - nodes0 if measure_cpu else 0.0,
     }
     text = logfile.read_text(errors="replace")
@@ -312,7 +319,8 @@ def cpu_line(result: dict) -> str:
     rest = cpu["machine"] - cpu["controller"] - cpu["nodes"]
     return (
         f"controller {cpu['controller']:.0f} s, nodes {cpu['nodes']:.0f} s, rest of the machine {rest:.0f} s "
-        f"(CPU-seconds): {cpu['machine'] / result['wall']:.2f} of {os.cpu_count()} CPUs busy on average"
+        f"(CPU-seconds): {cpu['machine'] / result['wall']:.2f} of {os.cpu_count()} CPUs busy on average; "
+        f"{cpu['stolen']:.0f} CPU-s stolen by the hypervisor"
     )
 
 
@@ -385,6 +393,8 @@ def main() -> int:
     )
     print(f"  CPU, first run:        {cpu_line(first2)}")
     print(f"  CPU, no-op rerun:      {cpu_line(noop2)}")
+    stolen = ", ".join(f"{r['first']['cpu']['stolen']:.0f} / {r['noop']['cpu']['stolen']:.0f}" for r in rounds)
+    print(f"  CPU-s stolen by the hypervisor in each round (first run / no-op rerun): {stolen}")
     print(f"  controller peak RSS (first run)  {first2['peak_rss'] / 2**20:7.0f} MiB")
     print("\nsite.yml no-op rerun on 2 nodes, per transport:")
     for transport, result in reruns.items():
