@@ -164,7 +164,13 @@ down() {
         mapfile -t names < <(podman ps -a --filter "label=${LAB_LABEL}" --format '{{.Names}}')
     fi
     ((${#names[@]} == 0)) && { log "no lab nodes"; return 0; }
-    podman rm -f -t 2 "${names[@]}" >/dev/null
+    # podman can lose the race between a node's own stop and the SIGKILL after the timeout ("cannot
+    # remove container ... container state improper: stopped") and leave that node stopped, not
+    # removed; a second rm removes it (--ignore: the others are gone already).
+    if ! podman rm -f -t 2 "${names[@]}" >/dev/null; then
+        log "podman rm failed; removing what is left once more"
+        podman rm -f -t 2 --ignore "${names[@]}" >/dev/null
+    fi
     ssh_config >/dev/null
     log "removed ${names[*]}"
 }
