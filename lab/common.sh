@@ -139,16 +139,16 @@ lab_connection() {
 }
 
 # Export what Ansible needs for the lab's transport: GPUFABRIC_LAB_CONNECTION (passed on to the
-# inventory with -e, and read by the molecule configuration) and, for Mitogen, its strategy
-# plugin from the installed ansible_mitogen package.
+# inventory with -e, and read by the molecule configuration) and, for Mitogen, the lab's
+# mitogen_linear strategy (lab/strategy: Mitogen's, with its module scan's compiles kept).
 lab_connection_env() {
-    local choice plugins
+    local choice
     choice="$(lab_connection)" || exit 1
     export GPUFABRIC_LAB_CONNECTION="${choice}"
     if [[ "${choice}" == mitogen ]]; then
-        plugins="$(python -c 'import ansible_mitogen, os; print(os.path.join(os.path.dirname(ansible_mitogen.__file__), "plugins", "strategy"))')" ||
+        python -c 'import ansible_mitogen' 2>/dev/null ||
             die "gpufabric_lab_connection is mitogen but the mitogen package is not installed (make venv)"
-        export ANSIBLE_STRATEGY_PLUGINS="${plugins}" ANSIBLE_STRATEGY=mitogen_linear
+        export ANSIBLE_STRATEGY_PLUGINS="${REPO_ROOT}/lab/strategy" ANSIBLE_STRATEGY=mitogen_linear
     else
         unset ANSIBLE_STRATEGY_PLUGINS
         export ANSIBLE_STRATEGY=linear
