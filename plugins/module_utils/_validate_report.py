@@ -141,40 +141,54 @@ def _line_plot(plt, title: str, series: Sequence[Dict[str, Any]], node_key: str,
     return fig
 
 
+def figure_inputs(checks: List[Dict[str, Any]], series: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """What the report's figures are drawn from, and nothing else: the RDMA and GDS checks, the
+    GPU probe's numeric copy and device-memory checks, and the NCCL and all-reduce series. Checks of
+    other kinds (read-back, Jobs, links) leave the figures as they are."""
+    series = series or {}
+    gpu = [c for c in checks if c["category"] == "gpu" and isinstance(c["measured"], (int, float))]
+    gpu = [c for c in gpu if not isinstance(c["measured"], bool) and c["subject"] != "NVLink"]
+    return {
+        "rdma": [c for c in checks if c["category"] == "rdma"],
+        "nccl": series.get("nccl") or [],
+        "gds": [c for c in checks if c["category"] == "gds"],
+        "copy": [c for c in gpu if not c["name"].startswith("device memory")],
+        "device memory": [c for c in gpu if c["name"].startswith("device memory")],
+        "allreduce": series.get("allreduce") or [],
+    }
+
+
 def plots(checks: List[Dict[str, Any]], series: Optional[Dict[str, Any]] = None) -> List[Dict[str, str]]:
-    """The report's figures as ``[{title, png (base64)}]``."""
+    """The report's figures as ``[{title, png (base64)}]``, drawn from ``figure_inputs``."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    series = series or {}
-    out = []
+    given = figure_inputs(checks, series)
     figures = []
-    rdma = [c for c in checks if c["category"] == "rdma"]
-    if rdma:
-        figures.append(("RDMA bandwidth per rail and node pair", _bar_plot(plt, "perftest per rail", rdma, "Gb/s")))
-    if series.get("nccl"):
+    if given["rdma"]:
         figures.append(
-            ("NCCL all-reduce bus bandwidth", _line_plot(plt, "NCCL all-reduce", series["nccl"], "name", False))
+            ("RDMA bandwidth per rail and node pair", _bar_plot(plt, "perftest per rail", given["rdma"], "Gb/s"))
         )
-    gds = [c for c in checks if c["category"] == "gds"]
-    if gds:
-        figures.append(("GDS throughput", _bar_plot(plt, "gdsio throughput", gds, "GB/s")))
-    gpu = [c for c in checks if c["category"] == "gpu" and isinstance(c["measured"], (int, float))]
-    gpu = [c for c in gpu if not isinstance(c["measured"], bool) and c["subject"] != "NVLink"]
+    if given["nccl"]:
+        figures.append(
+            ("NCCL all-reduce bus bandwidth", _line_plot(plt, "NCCL all-reduce", given["nccl"], "name", False))
+        )
+    if given["gds"]:
+        figures.append(("GDS throughput", _bar_plot(plt, "gdsio throughput", given["gds"], "GB/s")))
     for name in ("copy", "device memory"):
-        group = [c for c in gpu if (name == "device memory") == c["name"].startswith("device memory")]
-        if group:
+        if given[name]:
             title = "GPU host<->device copies" if name == "copy" else "GPU device memory bandwidth"
-            figures.append((title, _bar_plot(plt, title, group, "GB/s")))
-    if series.get("allreduce"):
+            figures.append((title, _bar_plot(plt, title, given[name], "GB/s")))
+    if given["allreduce"]:
         figures.append(
             (
                 "NVLink all-reduce (GPU probe)",
-                _line_plot(plt, "all-reduce across the node's GPUs", series["allreduce"], "node", True),
+                _line_plot(plt, "all-reduce across the node's GPUs", given["allreduce"], "node", True),
             )
         )
+    out = []
     for title, fig in figures:
         out.append({"title": title, "png": _png(fig)})
         plt.close(fig)

@@ -397,12 +397,13 @@ def _write(module, path, content):
 
 
 def figures(module, checks, series):
-    """The HTML report's figures: from O(figures_cache) when it holds those of the same checks and
-    series, else drawn (matplotlib) and kept there."""
+    """The HTML report's figures: from O(figures_cache) when it holds those drawn from the same
+    inputs (the checks and series the figures show, not the read-back or Job checks around them),
+    else drawn (matplotlib) and kept there."""
     path = module.params["figures_cache"]
     if not path:
         return _validate_report.plots(checks, series)
-    key = _validate_reuse.digest([checks, series])
+    key = _validate_reuse.digest(_validate_report.figure_inputs(checks, series))
     try:
         with open(path, encoding="utf-8") as fh:
             kept = json.load(fh)

@@ -200,8 +200,21 @@ def test_the_report_draws_its_figures_once_for_the_same_checks(tmp_path, monkeyp
     assert rc == 0, out
     assert (tmp_path / "report.html").read_text() == html
 
-    # Other figures (a measured value that differs): drawn again, not taken from the cache.
+    # A run whose other checks differ (a first run has the NCCL Job's checks, a rerun that reuses
+    # the measurement has not): the figures are the same, so they come from the cache.
     fake = type("Module", (), {"params": {"figures_cache": str(cache)}, "check_mode": False})()
+    job = {
+        "id": "nccl-job",
+        "category": "nccl",
+        "node": "gpu-node-01,gpu-node-02",
+        "subject": "rail-job",
+        "name": "Job completed",
+        "measured": "Complete",
+        "passed": True,
+    }
+    assert module.figures(fake, out["checks"] + [job], {"nccl": [], "allreduce": []}) == kept["figures"]
+
+    # Other figures (a measured value that differs): drawn again, not taken from the cache.
     changed = [dict(c, measured=1.0) for c in out["checks"]]
     with pytest.raises(AssertionError, match="drawn again"):
         module.figures(fake, changed, {"nccl": [], "allreduce": []})
