@@ -188,9 +188,10 @@ options:
     type: path
   figures_cache:
     description:
-      - Where to keep the HTML report's figures with a digest of the checks and series they were drawn from. A
-        run whose checks and series have that digest (a rerun that reused the measurement on unchanged nodes)
-        takes the figures from there instead of drawing them again. Not written in check mode.
+      - Where to keep the HTML report's figures with a digest of what they show (the RDMA, GDS and GPU probe
+        checks, the NCCL and all-reduce series). A run whose figures would show the same (a rerun that reused
+        the measurement on unchanged nodes) takes them from there instead of drawing them again; other checks,
+        such as the read-back's or the NCCL Jobs', do not count. Not written in check mode.
     type: path
   junit_path:
     description: Where to write the JUnit XML.
