@@ -19,9 +19,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / ".collections"))
 
 from ansible_collections.gpufabric.rollout.plugins.action.plan import load_specs
-from ansible_collections.gpufabric.rollout.plugins.module_utils._cluster_plan import plan_cluster
-from ansible_collections.gpufabric.rollout.plugins.module_utils._intent import check
-from ansible_collections.gpufabric.rollout.plugins.module_utils._plan_node import fabric_of
+from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.check import check
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan.networks import plan_cluster
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan.node import fabric_of
 
 FIXTURES = REPO / "tests" / "unit" / "cluster" / "fixtures" / "topology"
 NODES = 4096

@@ -23,7 +23,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / ".collections"))
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _ncclxml, _topology, _topology_report
+from ansible_collections.gpufabric.rollout.plugins.module_utils.discover import report as _topology_report
+from ansible_collections.gpufabric.rollout.plugins.module_utils.discover import topology as _topology
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import ncclxml as _ncclxml
 
 SNAPSHOT = "dgx-h200-8x8@1"
 ROUNDS = 20

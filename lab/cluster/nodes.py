@@ -4,7 +4,7 @@
 
 Each NAME becomes a Node named like the lab node, described from the hardware snapshot
 (lab/snapshots) it runs on, read with the collection's own discovery
-(plugins/module_utils/_topology.py) on a materialised copy under DIR:
+(plugins/module_utils/discover/topology.py) on a materialised copy under DIR:
 
 - capacity and allocatable: cpu (the CPUs of the NUMA nodes), nvidia.com/gpu (the GPUs found,
   as the GPU Operator's device plugin reports them), pods 110 (the kubelet's default); memory is
@@ -32,7 +32,7 @@ from typing import Any, Dict, Iterable, List, Tuple
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / ".collections"))
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils._topology import discover
+from ansible_collections.gpufabric.rollout.plugins.module_utils.discover.topology import discover
 
 FIELD_MANAGER = "gpufabric-lab-nodes"
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"

@@ -29,14 +29,12 @@ except ImportError:  # pragma: no cover - older ansible-core renders any string
         return value
 
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import (
-    _intent,
-    _intent_rules,
-    _plan_cluster,
-    _plan_node,
-    _skew,
-    _upgrade,
-)
+from ansible_collections.gpufabric.rollout.plugins.module_utils.intent import check as _intent
+from ansible_collections.gpufabric.rollout.plugins.module_utils.intent import rules as _intent_rules
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import cluster as _plan_cluster
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node as _plan_node
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import skew as _skew
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import upgrade as _upgrade
 
 COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PLAN_ROLE = "plan"

@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, gpufabric.rollout contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters over plugins/module_utils/_awx.py (AWX surveys from role argument specs, workflow graphs)."""
+"""Filters over plugins/module_utils/plan/awx.py (AWX surveys from role argument specs, workflow graphs)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpufabric.rollout.plugins.plugin_utils._lazy import module_utils
 
-_awx = module_utils("_awx")
+_awx = module_utils("plan.awx")
 
 
 def awx_survey(argument_specs, roles, name, description="", exclude=None, defaults="describe", entry_point="main"):

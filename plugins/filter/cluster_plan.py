@@ -9,23 +9,23 @@ from __future__ import annotations
 from ansible_collections.gpufabric.rollout.plugins.plugin_utils._filter_errors import filter_errors
 from ansible_collections.gpufabric.rollout.plugins.plugin_utils._lazy import module_utils
 
-_cluster_objects = module_utils("_cluster_objects")
-_cluster_report = module_utils("_cluster_report")
-_k8s_access = module_utils("_k8s_access")
-_k8s_publish = module_utils("_k8s_publish")
+_cluster_objects = module_utils("plan.network_objects")
+_cluster_report = module_utils("proof.cluster_report")
+_k8s_access = module_utils("apply.k8s_access")
+_k8s_publish = module_utils("apply.k8s_publish")
 
 
 def cluster_report(plan):
     return _cluster_report.report_text(plan)
 
 
-@filter_errors("_cluster_intent.ClusterPlanError")
+@filter_errors("intent.cluster.ClusterPlanError")
 def k8s_render_files(objects, prefix=""):
     """[{file, object}] with one stable file name per object, for render mode (kustomization resources)."""
     return _cluster_objects.render_files(objects, prefix)
 
 
-@filter_errors("_k8s_access.AccessRuleError")
+@filter_errors("apply.k8s_access.AccessRuleError")
 def k8s_apply_rules(objects):
     """RBAC-shaped rules (for gpufabric.rollout.k8s_access) that server-side applying `objects` needs."""
     return _k8s_access.apply_rules(objects)
@@ -41,13 +41,13 @@ def k8s_stale(found, planned):
     return _k8s_publish.stale(found, planned)
 
 
-@filter_errors("_k8s_publish.PublishError")
+@filter_errors("apply.k8s_publish.PublishError")
 def k8s_prune_queries(kinds):
     """One {api_version, kind} k8s_info query per resource of the prune kinds."""
     return _k8s_publish.prune_queries(kinds)
 
 
-@filter_errors("_k8s_publish.PublishError")
+@filter_errors("apply.k8s_publish.PublishError")
 def k8s_prune_rules(kinds):
     """RBAC-shaped rules (gpufabric.rollout.k8s_access) that pruning the kinds needs."""
     return _k8s_publish.prune_rules(kinds)

@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, gpufabric.rollout contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters over plugins/module_utils/_doca.py, used by the doca_ofed and plan roles (repository
+"""Filters over plugins/module_utils/plan/doca.py, used by the doca_ofed and plan roles (repository
 files, installed packages, reload and read-back); the plan computes the rest (gpufabric_node_plan.doca_ofed)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from __future__ import annotations
 from ansible_collections.gpufabric.rollout.plugins.plugin_utils._filter_errors import filter_errors
 from ansible_collections.gpufabric.rollout.plugins.plugin_utils._lazy import module_utils
 
-_doca = module_utils("_doca")
-_packages = module_utils("_packages")
+_doca = module_utils("plan.doca")
+_packages = module_utils("shared.packages")
 
 
 def doca_apt_source(url, keyring):
@@ -60,4 +60,4 @@ class FilterModule:
             doca_release_matches,
             doca_dkms_missing,
         ]
-        return {func.__name__: filter_errors("_doca.DocaError", "_parse.ParseError")(func) for func in funcs}
+        return {func.__name__: filter_errors("plan.doca.DocaError", "shared.parse.ParseError")(func) for func in funcs}

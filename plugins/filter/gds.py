@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ansible_collections.gpufabric.rollout.plugins.plugin_utils._lazy import module_utils
 
-_gdscheck = module_utils("_gdscheck")
+_gdscheck = module_utils("parsers.gdscheck")
 
 
 def gdscheck_facts(text):

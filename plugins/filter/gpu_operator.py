@@ -1,12 +1,12 @@
 # Copyright: (c) 2026, gpufabric.rollout contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters of the gpu_operator role over plugins/module_utils/_plan_gpu_operator.py (readiness, drift)."""
+"""Filters of the gpu_operator role over plugins/module_utils/plan/gpu_operator.py (readiness, drift)."""
 
 from __future__ import annotations
 
 from ansible_collections.gpufabric.rollout.plugins.plugin_utils._lazy import module_utils
 
-_plan_gpu_operator = module_utils("_plan_gpu_operator")
+_plan_gpu_operator = module_utils("plan.gpu_operator")
 
 
 def _first(result):

@@ -9,10 +9,10 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpufabric.rollout.plugins.plugin_utils._lazy import module_utils
 
-_doca = module_utils("_doca")
-_packages = module_utils("_packages")
-_plan_gpu_driver = module_utils("_plan_gpu_driver")
-_plan_node = module_utils("_plan_node")
+_doca = module_utils("plan.doca")
+_packages = module_utils("shared.packages")
+_plan_gpu_driver = module_utils("plan.gpu_driver")
+_plan_node = module_utils("plan.node")
 
 
 def plan_doca_repo(values, ansible_facts):

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from ansible_collections.gpufabric.rollout.plugins.plugin_utils._lazy import module_utils
 
-_plan_storage_csi = module_utils("_plan_storage_csi")
-_storage_readback = module_utils("_storage_readback")
+_plan_storage_csi = module_utils("plan.storage_csi")
+_storage_readback = module_utils("proof.storage_readback")
 
 
 def storage_lnet_missing(section, readback):

@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, gpufabric.rollout contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters over plugins/module_utils/_topology.py and _ncclxml.py (topology facts)."""
+"""Filters over plugins/module_utils/discover/topology.py and _ncclxml.py (topology facts)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpufabric.rollout.plugins.plugin_utils._lazy import module_utils
 
-_ncclxml = module_utils("_ncclxml")
-_topology = module_utils("_topology")
-_topology_report = module_utils("_topology_report")
+_ncclxml = module_utils("plan.ncclxml")
+_topology = module_utils("discover.topology")
+_topology_report = module_utils("discover.report")
 
 
 def _check(facts):

@@ -1,13 +1,13 @@
 # Copyright: (c) 2026, gpufabric.rollout contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters of the drain and the rolling upgrade (plugins/module_utils/_drain.py, _upgrade.py)."""
+"""Filters of the drain and the rolling upgrade (plugins/module_utils/apply/drain.py, _upgrade.py)."""
 
 from __future__ import annotations
 
 from ansible_collections.gpufabric.rollout.plugins.plugin_utils._lazy import module_utils
 
-_drain = module_utils("_drain")
-_upgrade = module_utils("_upgrade")
+_drain = module_utils("apply.drain")
+_upgrade = module_utils("plan.upgrade")
 
 
 def drain_blockers(pods, pdbs, node, force=False, delete_emptydir_data=False):

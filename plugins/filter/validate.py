@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, gpufabric.rollout contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters of the validate role: thin wrappers over module_utils/_perftest, _gdsio, _readback,
+"""Filters of the validate role: thin wrappers over module_utils/parsers/perftest, _gdsio, _readback,
 _validate_jobs and _validate_reuse."""
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ from ansible.module_utils.common.text.converters import to_native
 
 from ansible_collections.gpufabric.rollout.plugins.plugin_utils._lazy import module_utils
 
-_gates = module_utils("_gates")
-_gdsio = module_utils("_gdsio")
-_perftest = module_utils("_perftest")
-_readback = module_utils("_readback")
-_validate_jobs = module_utils("_validate_jobs")
-_validate_reuse = module_utils("_validate_reuse")
+_gates = module_utils("proof.gates")
+_gdsio = module_utils("parsers.gdsio")
+_perftest = module_utils("parsers.perftest")
+_readback = module_utils("proof.readback")
+_validate_jobs = module_utils("proof.jobs")
+_validate_reuse = module_utils("proof.reuse")
 
 
 def validate_rdma_plan(

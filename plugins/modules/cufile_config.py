@@ -108,8 +108,8 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _cufile
-from ansible_collections.gpufabric.rollout.plugins.module_utils._parse import ParseError
+from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import cufile as _cufile
+from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.parse import ParseError
 
 _FS_SPEC = {name: {"type": "dict"} for name in _cufile.FILESYSTEMS}
 

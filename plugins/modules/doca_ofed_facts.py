@@ -58,8 +58,8 @@ ansible_facts:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _doca
-from ansible_collections.gpufabric.rollout.plugins.module_utils._host import Runner, Sysroot
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca as _doca
+from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.host import Runner, Sysroot
 
 
 def read_modules(sr):

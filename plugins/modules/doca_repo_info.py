@@ -79,8 +79,8 @@ from urllib.error import HTTPError, URLError
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import open_url
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _doca
-from ansible_collections.gpufabric.rollout.plugins.module_utils._parse import ParseError
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca as _doca
+from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.parse import ParseError
 
 
 def _fetch(url, params):

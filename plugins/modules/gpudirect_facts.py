@@ -80,9 +80,9 @@ ansible_facts:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _gpudirect
-from ansible_collections.gpufabric.rollout.plugins.module_utils._host import Runner, Sysroot
-from ansible_collections.gpufabric.rollout.plugins.module_utils._parse import ParseError
+from ansible_collections.gpufabric.rollout.plugins.module_utils.discover import gpudirect as _gpudirect
+from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.host import Runner, Sysroot
+from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.parse import ParseError
 
 SMI_GPU_QUERY = ["--query-gpu=name,compute_cap", "--format=csv,noheader"]
 MOFED_SOURCE_TREE = "usr/src/ofa_kernel/default"  # MLNX_OFED/DOCA-OFED kernel sources

@@ -70,7 +70,7 @@ manager:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _packages
+from ansible_collections.gpufabric.rollout.plugins.module_utils.shared import packages as _packages
 
 QUERIES = {
     "dpkg": ["dpkg-query", "-W", "-f=" + _packages.DPKG_QUERY_FORMAT],

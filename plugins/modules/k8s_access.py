@@ -98,7 +98,7 @@ missing:
 
 import copy
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _k8s_access
+from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import k8s_access as _k8s_access
 from ansible_collections.kubernetes.core.plugins.module_utils.ansiblemodule import AnsibleModule
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule

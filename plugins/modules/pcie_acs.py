@@ -71,9 +71,13 @@ bridges:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils._host import CommandError, Runner, Sysroot
-from ansible_collections.gpufabric.rollout.plugins.module_utils._parse import ParseError
-from ansible_collections.gpufabric.rollout.plugins.module_utils._pcie_acs import AcsError, run_acs, upstream_bridges
+from ansible_collections.gpufabric.rollout.plugins.module_utils.apply.pcie_acs import (
+    AcsError,
+    run_acs,
+    upstream_bridges,
+)
+from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.host import CommandError, Runner, Sysroot
+from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.parse import ParseError
 
 
 def run(params, sysroot, runner, check_mode):

@@ -70,9 +70,9 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils._host import CommandError, Runner, Sysroot
-from ansible_collections.gpufabric.rollout.plugins.module_utils._parse import ParseError
-from ansible_collections.gpufabric.rollout.plugins.module_utils._qos_parsers import parse_rdma_system
+from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers.qos import parse_rdma_system
+from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.host import CommandError, Runner, Sysroot
+from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.parse import ParseError
 
 
 class NetnsError(Exception):

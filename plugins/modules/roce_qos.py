@@ -161,12 +161,12 @@ warnings_list:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils._host import Host, Runner, Sysroot
-from ansible_collections.gpufabric.rollout.plugins.module_utils._qos_engine import (
+from ansible_collections.gpufabric.rollout.plugins.module_utils.apply.qos_engine import (
     ENGINE_ERRORS,
     QosError,
     run_plan_interfaces,
 )
+from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.host import Host, Runner, Sysroot
 
 IFACE_SPEC = dict(
     netdev=dict(type="str", required=True),

@@ -83,7 +83,7 @@ import socket
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _storage_readback
+from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import storage_readback as _storage_readback
 
 
 def _read(path):

@@ -124,16 +124,16 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils._host import Runner, Sysroot
-from ansible_collections.gpufabric.rollout.plugins.module_utils._ncclxml import render_nccl_topo_xml
-from ansible_collections.gpufabric.rollout.plugins.module_utils._parse import ParseError
-from ansible_collections.gpufabric.rollout.plugins.module_utils._topology import (
+from ansible_collections.gpufabric.rollout.plugins.module_utils.discover.report import format_report
+from ansible_collections.gpufabric.rollout.plugins.module_utils.discover.topology import (
     TopologyError,
     discover,
     validate_sysroot,
 )
-from ansible_collections.gpufabric.rollout.plugins.module_utils._topology_parsers import parse_topo_matrix
-from ansible_collections.gpufabric.rollout.plugins.module_utils._topology_report import format_report
+from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers.topology import parse_topo_matrix
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan.ncclxml import render_nccl_topo_xml
+from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.host import Runner, Sysroot
+from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.parse import ParseError
 
 SNAPSHOT_MATRIX = "nvidia-smi-topo-m.txt"
 

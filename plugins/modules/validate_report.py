@@ -276,15 +276,13 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import (
-    _gates,
-    _gdsio,
-    _gpuprobe,
-    _nccltests,
-    _perftest,
-    _validate_report,
-    _validate_reuse,
-)
+from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import gdsio as _gdsio
+from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import gpuprobe as _gpuprobe
+from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import nccltests as _nccltests
+from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import perftest as _perftest
+from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import gates as _gates
+from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import report as _validate_report
+from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import reuse as _validate_reuse
 
 # matplotlib is imported by the plots themselves (Agg backend); here only its presence is checked.
 HAS_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None

@@ -6,7 +6,7 @@ Ansible loads every filter file of a collection to find one filter of it, in eac
 it forks for a task, and compiles collection sources without a bytecode cache. A filter file that
 imported its module_utils at load time cost about 0.14 s of CPU per host and task whose template
 named any gpufabric.rollout filter (measured on the lab, ansible-core 2.19). A filter file names
-its module_utils with ``module_utils("_name")``; the first attribute read imports that module.
+its module_utils with ``module_utils("stage.name")``; the first attribute read imports that module.
 """
 
 from __future__ import annotations
@@ -40,6 +40,6 @@ def module_utils(name: str) -> Any:
 
 
 def resolve(dotted: str) -> Any:
-    """``"_module.Attribute"`` of this collection's module_utils (imports the module if needed)."""
-    module, _sep, attr = dotted.partition(".")
+    """``"stage.module.Attribute"`` of this collection's module_utils (imports the module if needed)."""
+    module, _sep, attr = dotted.rpartition(".")
     return getattr(module_utils(module), attr)

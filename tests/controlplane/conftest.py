@@ -37,7 +37,7 @@ def crds() -> Path:
 @pytest.fixture(scope="session")
 def topology(cluster) -> Dict[str, Dict[str, Any]]:
     """The collection's discovery run on each registered node's snapshot (as the roles see it)."""
-    from ansible_collections.gpufabric.rollout.plugins.module_utils._topology import discover
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.discover.topology import discover
 
     return {name: discover(str(cluster.sysroots / snapshot)) for name, snapshot in NODES.items()}
 

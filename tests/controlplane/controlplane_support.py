@@ -135,9 +135,9 @@ def checked_plan(topology: Dict[str, Any], nad_namespace: str) -> Dict[str, Any]
     """The cluster plan the network_operator and rdma_networks roles apply for the two nodes, from
     the variables as the plan hands them to the planner: checked, the specs' defaults filled in."""
     from ansible_collections.gpufabric.rollout.plugins.action.plan import load_specs
-    from ansible_collections.gpufabric.rollout.plugins.module_utils._cluster_plan import plan_cluster
-    from ansible_collections.gpufabric.rollout.plugins.module_utils._intent import check
-    from ansible_collections.gpufabric.rollout.plugins.module_utils._plan_node import fabric_of
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.check import check
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.plan.networks import plan_cluster
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.plan.node import fabric_of
 
     specs = load_specs(str(REPO))["plan"]
     spec = {"gpufabric_rails": specs["cluster_intent"]["gpufabric_rails"]}

@@ -67,7 +67,8 @@ def gpu_operator_plan(source: Dict[str, str], version: str, mode: str) -> Dict[s
     the operator through NVIDIADrivers, the chart from `source` (role variables) pinned at `version`:
     checked as the plan play checks it (which reads a local chart's Chart.yaml and refuses another
     version)."""
-    from ansible_collections.gpufabric.rollout.plugins.module_utils import _plan_cluster, _plan_node
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import cluster as _plan_cluster
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node as _plan_node
 
     specs = PLAN.load_specs(str(REPO))
     records = {}
@@ -330,7 +331,7 @@ def test_render_mode_names_the_new_chart_version(cluster, source, tmp_path):
 
 def test_a_new_chart_under_the_old_pinned_version_is_refused_by_the_plan(charts):
     """The values are planned for gpu_operator_chart_version: moving only the chart path is refused."""
-    from ansible_collections.gpufabric.rollout.plugins.module_utils._plan_node import PlanError
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.plan.node import PlanError
 
     with pytest.raises(PlanError) as refused:
         gpu_operator_plan({"gpu_operator_chart_path": str(charts[NEW])}, OLD, "apply")

@@ -12,7 +12,7 @@ import pytest
 from controlplane_support import NODES, checked_plan, wait_until
 from kubernetes import client
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _validate_jobs
+from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import jobs as _validate_jobs
 
 NS = "default"  # the plan's nad_namespace, where the NCCL ConfigMaps are and the shipped Role is bound
 OPTIONS = {

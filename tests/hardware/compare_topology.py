@@ -46,7 +46,8 @@ def main() -> int:
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     collection_path()
-    from ansible_collections.gpufabric.rollout.plugins.module_utils import _ncclxml, _topology
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.discover import topology as _topology
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import ncclxml as _ncclxml
 
     facts = json.loads(Path(args.facts).read_text())
     checks: list = []

@@ -27,7 +27,7 @@ python3 "${module}" "${work}/args.json" >"${work}/result.json"
 python3 - "${work}" <<'PY'
 import json, sys
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _cufile
+from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import cufile as _cufile
 work = sys.argv[1]
 result = json.load(open(f"{work}/result.json"))
 before = _cufile.parse(open(f"{work}/original.json").read())

@@ -39,7 +39,7 @@ for cfg in shipped edited; do
             python3 "${repo}/tests/hardware/gds_cufile_read.py" "${dir}" --size-mib 1024 >result.json 2>stderr.txt
           echo "### read ${tag}: rc=$?"; cat result.json; tail -n 1 stderr.txt
           python3 -c 'import json,sys
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _gdscheck as g
+from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import gdscheck as g
 f = g.parse(open("cufile.log").read()); f.pop("other")
 print(json.dumps({k: f[k] for k in ("gds_release", "libcufile_version", "nvidia_fs_loaded", "compat_mode", "open_driver", "iommu_enabled", "verification")}), "force_compat:", f["config"].get("properties.force_compat_mode"))' 2>&1 )
     done

@@ -13,13 +13,11 @@ from pathlib import Path
 from typing import Any, Dict, Mapping, Optional
 
 from ansible_collections.gpufabric.rollout.plugins.action.plan import load_specs
-from ansible_collections.gpufabric.rollout.plugins.module_utils import (
-    _cluster_plan,
-    _intent,
-    _intent_rules,
-    _plan_node,
-    _qos_plan,
-)
+from ansible_collections.gpufabric.rollout.plugins.module_utils.intent import check as _intent
+from ansible_collections.gpufabric.rollout.plugins.module_utils.intent import rules as _intent_rules
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import networks as _cluster_plan
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node as _plan_node
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import roce as _qos_plan
 
 REPO = Path(__file__).resolve().parents[2]
 

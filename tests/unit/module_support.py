@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 import pytest
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils._host import Runner
+from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.host import Runner
 
 Answer = Union[str, Tuple[int, str, str]]
 

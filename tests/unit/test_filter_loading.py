@@ -53,8 +53,8 @@ def test_finding_one_filter_loads_every_filter_file_and_no_module_utils():
 
 
 def test_a_lazy_module_imports_on_first_read_and_is_the_real_module():
-    packages = module_utils("_packages")
-    from ansible_collections.gpufabric.rollout.plugins.module_utils import _packages
+    packages = module_utils("shared.packages")
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.shared import packages as _packages
 
     assert packages.kernel_headers is _packages.kernel_headers
     with pytest.raises(ModuleNotFoundError):

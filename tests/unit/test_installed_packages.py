@@ -13,7 +13,7 @@ import pytest
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _packages
+from ansible_collections.gpufabric.rollout.plugins.module_utils.shared import packages as _packages
 from ansible_collections.gpufabric.rollout.plugins.modules import installed_packages
 
 DPKG = """\

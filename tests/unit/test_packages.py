@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.gpufabric.rollout.plugins.filter.plan import FilterModule
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _doca, _packages
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca as _doca
+from ansible_collections.gpufabric.rollout.plugins.module_utils.shared import packages as _packages
 
 FILTERS = FilterModule().filters()
 

@@ -18,10 +18,12 @@ import sys
 
 sys.path.insert(0, os.environ.get("GPUFABRIC_ROCE_LIB", "/usr/local/lib/gpufabric"))
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _host, _pcie_acs, _qos_engine
-from ansible_collections.gpufabric.rollout.plugins.module_utils._parse import ParseError
-from ansible_collections.gpufabric.rollout.plugins.module_utils._qos_parsers import parse_rdma_system
-from ansible_collections.gpufabric.rollout.plugins.module_utils._topology_parsers import ACS_REDIRECT_MASK
+from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import pcie_acs as _pcie_acs
+from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import qos_engine as _qos_engine
+from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers.qos import parse_rdma_system
+from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers.topology import ACS_REDIRECT_MASK
+from ansible_collections.gpufabric.rollout.plugins.module_utils.shared import host as _host
+from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.parse import ParseError
 
 # Tools are looked up on the usual sbin/bin path (tests point GPUFABRIC_ROCE_PATH elsewhere).
 SBIN_PATH = os.environ.get("GPUFABRIC_ROCE_PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")

@@ -1,4 +1,4 @@
-"""Surveys generated from argument specs (plugins/module_utils/_awx.py, plugins/filter/awx.py).
+"""Surveys generated from argument specs (plugins/module_utils/plan/awx.py, plugins/filter/awx.py).
 
 The generated surveys are checked with AWX's own rules (awx_survey_rules.py, from the AWX source),
 and each answer AWX accepts is checked against the role's argument spec with Ansible's
@@ -18,7 +18,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from awx_survey_rules import answer_errors, blank_is_sent, default_is_sent, spec_errors
 
 from ansible_collections.gpufabric.rollout.plugins.filter.awx import FilterModule
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _awx
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import awx as _awx
 
 F = FilterModule().filters()
 STAGES = load_stages()

@@ -1,7 +1,7 @@
 """Fixtures for the cluster networking planner tests.
 
 Topology facts come from the lab hardware snapshots (lab/snapshots/build.py) run through the
-discovery code (plugins/module_utils/_topology.py) -- see _cluster_facts.py beside this file.
+discovery code (plugins/module_utils/discover/topology.py) -- see _cluster_facts.py beside this file.
 """
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ from intent_support import cluster_plan
 from netaddr import IPNetwork
 from validate import _SCHEMAS, validate
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils._cluster_objects import render_files
-from ansible_collections.gpufabric.rollout.plugins.module_utils._cluster_report import report_text
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan.network_objects import render_files
+from ansible_collections.gpufabric.rollout.plugins.module_utils.proof.cluster_report import report_text
 
 CASES = yaml.safe_load((Path(__file__).parent / "cases" / "plans.yml").read_text())
 

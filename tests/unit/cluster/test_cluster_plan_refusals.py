@@ -8,7 +8,7 @@ import pytest
 import yaml
 from intent_support import cluster_plan
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils._cluster_intent import ClusterPlanError
+from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.cluster import ClusterPlanError
 
 CASES = yaml.safe_load((Path(__file__).parent / "cases" / "refusals.yml").read_text())
 

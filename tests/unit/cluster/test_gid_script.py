@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils._host import Sysroot
-from ansible_collections.gpufabric.rollout.plugins.module_utils._topology_parsers import (
+from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers.topology import (
     gid_index_script,
     read_gids,
     select_roce_v2_gid,
 )
+from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.host import Sysroot
 
 CASES = yaml.safe_load((Path(__file__).parent / "cases" / "gid_tables.yml").read_text())
 

@@ -8,7 +8,7 @@ import pytest
 import yaml
 from netaddr import IPAddress, IPNetwork
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _ipplan
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import ipplan as _ipplan
 
 CASES = yaml.safe_load((Path(__file__).parent / "cases" / "ipplan.yml").read_text())
 

@@ -1,4 +1,4 @@
-"""Access checks of the cluster roles (plugins/module_utils/_k8s_access.py) and the RBAC the
+"""Access checks of the cluster roles (plugins/module_utils/apply/k8s_access.py) and the RBAC the
 collection ships for them (docs/rbac/gpufabric-rollout.yaml): every permission a role checks is
 granted, and every permission granted is one a role (or the lab's operator chart) uses."""
 
@@ -15,7 +15,9 @@ import yaml
 from intent_support import cluster_plan
 
 from ansible_collections.gpufabric.rollout.plugins.filter.cluster_plan import FilterModule
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _k8s_access, _k8s_publish, _validate_jobs
+from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import k8s_access as _k8s_access
+from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import k8s_publish as _k8s_publish
+from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import jobs as _validate_jobs
 
 REPO = Path(__file__).resolve().parents[3]
 RBAC = REPO / "docs" / "rbac" / "gpufabric-rollout.yaml"

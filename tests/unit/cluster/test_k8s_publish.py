@@ -1,11 +1,11 @@
-"""The cluster roles' publish path (plugins/module_utils/_k8s_publish.py): labels, what is stale,
+"""The cluster roles' publish path (plugins/module_utils/apply/k8s_publish.py): labels, what is stale,
 what pruning lists and needs."""
 
 from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _k8s_publish
+from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import k8s_publish as _k8s_publish
 
 
 def obj(kind, name, namespace=None, api="nv-ipam.nvidia.com/v1alpha1", **meta):

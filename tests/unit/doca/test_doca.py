@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _doca
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca as _doca
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CASES = yaml.safe_load((FIXTURES / "cases.yml").read_text())

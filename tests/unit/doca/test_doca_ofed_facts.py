@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils._host import Runner, Sysroot
+from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.host import Runner, Sysroot
 from ansible_collections.gpufabric.rollout.plugins.modules import doca_ofed_facts
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _doca
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca as _doca
 from ansible_collections.gpufabric.rollout.plugins.modules.doca_repo_info import read_index
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

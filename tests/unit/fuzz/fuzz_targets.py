@@ -16,22 +16,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, List, Tuple, Type
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import (
-    _cluster_intent,
-    _cufile,
-    _doca,
-    _gdscheck,
-    _gdsio,
-    _gpudirect,
-    _gpuprobe,
-    _nccl,
-    _nccltests,
-    _pcie_acs,
-    _perftest,
-    _qos_parsers,
-    _topology_parsers,
-)
-from ansible_collections.gpufabric.rollout.plugins.module_utils._parse import ParseError
+from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import cufile as _cufile
+from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import pcie_acs as _pcie_acs
+from ansible_collections.gpufabric.rollout.plugins.module_utils.discover import gpudirect as _gpudirect
+from ansible_collections.gpufabric.rollout.plugins.module_utils.intent import cluster as _cluster_intent
+from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import gdscheck as _gdscheck
+from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import gdsio as _gdsio
+from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import gpuprobe as _gpuprobe
+from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import nccltests as _nccltests
+from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import perftest as _perftest
+from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import qos as _qos_parsers
+from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import topology as _topology_parsers
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca as _doca
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import nccl as _nccl
+from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.parse import ParseError
 
 REPO = Path(__file__).resolve().parents[3]
 UNIT = REPO / "tests" / "unit"

@@ -60,19 +60,24 @@ def test_random_bytes(target, value):
 
 def test_every_parser_module_is_covered():
     """Each module_utils file that parses outside text has its parsers registered."""
-    modules = {t.func.__module__.rsplit(".", 1)[-1] for t in TARGETS if hasattr(t.func, "__module__")}
+    prefix = "ansible_collections.gpufabric.rollout.plugins.module_utils."
+    modules = {
+        (getattr(t.func, "__module__", None) or "")[len(prefix) :]
+        for t in TARGETS
+        if (getattr(t.func, "__module__", None) or "").startswith(prefix)
+    }
     assert {
-        "_qos_parsers",
-        "_pcie_acs",
-        "_topology_parsers",
-        "_gpudirect",
-        "_gdscheck",
-        "_cufile",
-        "_nccl",
-        "_doca",
-        "_cluster_intent",
-        "_perftest",
-        "_nccltests",
-        "_gdsio",
-        "_gpuprobe",
+        "parsers.qos",
+        "apply.pcie_acs",
+        "parsers.topology",
+        "discover.gpudirect",
+        "parsers.gdscheck",
+        "apply.cufile",
+        "plan.nccl",
+        "plan.doca",
+        "intent.cluster",
+        "parsers.perftest",
+        "parsers.nccltests",
+        "parsers.gdsio",
+        "parsers.gpuprobe",
     } <= modules

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _cufile
+from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import cufile as _cufile
 
 FIXTURES = Path(__file__).parent / "fixtures" / "cufile"
 ALL = sorted(p.name for p in FIXTURES.glob("*.json"))

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _gdscheck
+from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import gdscheck as _gdscheck
 
 FIXTURES = Path(__file__).parent / "fixtures" / "gdscheck"
 EXPECTED = yaml.safe_load((FIXTURES / "expected.yml").read_text())

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _gpudirect
-from ansible_collections.gpufabric.rollout.plugins.module_utils._host import Runner, Sysroot
-from ansible_collections.gpufabric.rollout.plugins.module_utils._parse import ParseError
+from ansible_collections.gpufabric.rollout.plugins.module_utils.discover import gpudirect as _gpudirect
+from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.host import Runner, Sysroot
+from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.parse import ParseError
 from ansible_collections.gpufabric.rollout.plugins.modules import gpudirect_facts
 
 FIXTURES = Path(__file__).parent / "fixtures" / "gpudirect"

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _gdscheck, _gpudirect
-from ansible_collections.gpufabric.rollout.plugins.module_utils._host import Sysroot
+from ansible_collections.gpufabric.rollout.plugins.module_utils.discover import gpudirect as _gpudirect
+from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import gdscheck as _gdscheck
+from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.host import Sysroot
 
 REPO = Path(__file__).resolve().parents[3]
 MODPROBE = REPO / "lab" / "simulators" / "modprobe"

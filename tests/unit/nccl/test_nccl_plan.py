@@ -8,7 +8,7 @@ import pytest
 import yaml
 from intent_support import fabric
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _nccl
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import nccl as _nccl
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CASES = yaml.safe_load((FIXTURES / "cases.yml").read_text())["cases"]

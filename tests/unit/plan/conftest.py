@@ -19,7 +19,9 @@ from ansible_collections.gpufabric.rollout.plugins.action.plan import (
     load_specs,
     trusted,
 )
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _doca, _intent, _intent_rules
+from ansible_collections.gpufabric.rollout.plugins.module_utils.intent import check as _intent
+from ansible_collections.gpufabric.rollout.plugins.module_utils.intent import rules as _intent_rules
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca as _doca
 
 HERE = Path(__file__).resolve().parent
 UNIT = HERE.parent

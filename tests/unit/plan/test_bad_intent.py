@@ -13,7 +13,8 @@ import yaml
 from conftest import HERE, check, lab_intent, node_facts
 
 from ansible_collections.gpufabric.rollout.plugins.action.plan import load_skew_rules
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _plan_cluster, _plan_node
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import cluster as _plan_cluster
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node as _plan_node
 
 CASES = yaml.safe_load((HERE / "cases" / "bad_intent.yml").read_text())
 SKEW = load_skew_rules(str(HERE.parents[2]))

@@ -18,12 +18,10 @@ import pytest
 import yaml
 from conftest import REPO, UNIT, check, lab_intent, node_facts
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import (
-    _plan_cluster,
-    _plan_gpu_driver,
-    _plan_gpu_operator,
-    _plan_node,
-)
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import cluster as _plan_cluster
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import gpu_driver as _plan_gpu_driver
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import gpu_operator as _plan_gpu_operator
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node as _plan_node
 
 sys.path.insert(0, str(UNIT / "cluster"))
 from validate import _SCHEMAS, validate

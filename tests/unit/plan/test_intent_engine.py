@@ -1,8 +1,8 @@
-"""The checking engine (plugins/module_utils/_intent.py) on small specs."""
+"""The checking engine (plugins/module_utils/intent/check.py) on small specs."""
 
 from __future__ import annotations
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _intent
+from ansible_collections.gpufabric.rollout.plugins.module_utils.intent import check as _intent
 
 SPEC = {
     "fab": {

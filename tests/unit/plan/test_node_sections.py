@@ -10,7 +10,7 @@ import copy
 import pytest
 from conftest import check, lab_intent, node_facts
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _plan_node
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node as _plan_node
 
 
 def plan_of(specs, facts, **variables):

@@ -9,7 +9,8 @@ import json
 import pytest
 from conftest import check, lab_intent, node_facts
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _plan_cluster, _plan_node
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import cluster as _plan_cluster
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node as _plan_node
 
 
 def plan_nodes(specs, intent, nodes=(1, 2)):

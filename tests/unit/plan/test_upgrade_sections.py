@@ -10,7 +10,9 @@ import pytest
 from conftest import HERE, check, lab_intent, node_facts
 
 from ansible_collections.gpufabric.rollout.plugins.action.plan import load_skew_rules
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _plan_cluster, _plan_node, _upgrade
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import cluster as _plan_cluster
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node as _plan_node
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import upgrade as _upgrade
 
 SKEW = load_skew_rules(str(HERE.parents[2]))
 PACKAGES = ["nvidia-kernel-open-dkms", "nvidia-driver-cuda"]

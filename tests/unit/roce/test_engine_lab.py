@@ -19,13 +19,11 @@ import pytest
 import yaml
 from intent_support import roce_plan
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import (
-    _host,
-    _pcie_acs,
-    _qos_engine,
-    _qos_parsers,
-)
-from ansible_collections.gpufabric.rollout.plugins.module_utils._topology_parsers import ACS_REDIRECT_MASK
+from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import pcie_acs as _pcie_acs
+from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import qos_engine as _qos_engine
+from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import qos as _qos_parsers
+from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers.topology import ACS_REDIRECT_MASK
+from ansible_collections.gpufabric.rollout.plugins.module_utils.shared import host as _host
 
 pytestmark = pytest.mark.slow  # runs the simulators as subprocesses on a full snapshot tree
 
@@ -281,6 +279,8 @@ def install_engine(lib):
     for level in (rel, *rel.parents[:-1]):  # parents end with "."
         (lib / level / "__init__.py").write_text("")
     for name in role_vars["__roce_engine_files"]:
+        (package / name).parent.mkdir(exist_ok=True)
+        (package / name).parent.joinpath("__init__.py").touch()
         shutil.copy(REPO / "plugins/module_utils" / name, package / name)
 
 

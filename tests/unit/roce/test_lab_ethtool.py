@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _qos_parsers
+from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import qos as _qos_parsers
 
 ETHTOOL = Path(__file__).resolve().parents[3] / "lab/simulators/ethtool"
 

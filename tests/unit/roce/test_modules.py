@@ -10,7 +10,7 @@ from pathlib import Path
 
 from module_support import fake_runner, run_module
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils._host import Runner, Sysroot
+from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.host import Runner, Sysroot
 from ansible_collections.gpufabric.rollout.plugins.modules import pcie_acs, rdma_netns, roce_qos
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -166,16 +166,20 @@ def test_rdma_netns_without_iproute2_says_so(tmp_path, monkeypatch, capsys):
 
 
 def _module_utils_imports(path):
-    """module_utils files a Python file imports (``from ...module_utils._x import`` / ``import _x``)."""
+    """module_utils files a Python file imports, as paths under module_utils
+    (``from ...module_utils.stage import name`` / ``from ...module_utils.stage.name import x``)."""
     import ast
 
     prefix = "ansible_collections.gpufabric.rollout.plugins.module_utils"
     found = set()
     for node in ast.walk(ast.parse(Path(path).read_text())):
-        if isinstance(node, ast.ImportFrom) and node.module == prefix:
-            found.update(f"{alias.name}.py" for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(prefix + "._"):
-            found.add(node.module.rsplit(".", 1)[1] + ".py")
+        if not isinstance(node, ast.ImportFrom) or not (node.module or "").startswith(prefix + "."):
+            continue
+        parts = node.module[len(prefix) + 1 :].split(".")
+        if len(parts) == 1:
+            found.update(f"{parts[0]}/{alias.name}.py" for alias in node.names)
+        else:
+            found.add("/".join(parts) + ".py")
     return found
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from module_support import fake_runner
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils._pcie_acs import AcsError, read_registers, run_acs
+from ansible_collections.gpufabric.rollout.plugins.module_utils.apply.pcie_acs import AcsError, read_registers, run_acs
 
 ACS = "ECAP_ACS+0x6.w"
 A, B, C = "0000:15:01.0", "0000:16:00.0", "0000:17:02.0"

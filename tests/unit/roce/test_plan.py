@@ -8,7 +8,7 @@ import pytest
 import yaml
 from intent_support import roce_plan
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _qos_plan
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import roce as _qos_plan
 
 CASES = Path(__file__).parent / "cases"
 TOPOLOGY = yaml.safe_load((CASES / "topology_dgx_subset.yml").read_text())

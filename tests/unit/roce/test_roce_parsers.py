@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _pcie_acs, _qos_parsers
-from ansible_collections.gpufabric.rollout.plugins.module_utils._parse import ParseError
+from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import pcie_acs as _pcie_acs
+from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import qos as _qos_parsers
+from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.parse import ParseError
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CASES = yaml.safe_load((FIXTURES / "expected.yml").read_text())

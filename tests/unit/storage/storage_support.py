@@ -61,7 +61,8 @@ CSI_VARS = {
 
 def cluster_plan(check, cluster_changes=None, node_changes=None) -> Dict[str, Any]:
     """The cluster plan of two lab nodes with the lab's storage intent (and CSI_VARS, and the changes)."""
-    from ansible_collections.gpufabric.rollout.plugins.module_utils import _plan_cluster, _plan_node
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import cluster as _plan_cluster
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node as _plan_node
 
     records = {}
     for index, name in ((1, "gpu-node-01"), (2, "gpu-node-02")):

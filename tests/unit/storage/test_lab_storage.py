@@ -18,11 +18,9 @@ import pytest
 import yaml
 from storage_support import REPO, lab_variables, node_facts
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import (
-    _gdscheck,
-    _plan_node,
-    _storage_readback,
-)
+from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import gdscheck as _gdscheck
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node as _plan_node
+from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import storage_readback as _storage_readback
 from ansible_collections.gpufabric.rollout.plugins.modules import storage_facts
 
 SIMS = REPO / "lab" / "simulators"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _storage_readback as R
+from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import storage_readback as R
 
 # fs/nfs/super.c layout of an NFSv4.1 mount over RDMA; a mount point with a space (octal escape, proc(5)).
 MOUNTS = (

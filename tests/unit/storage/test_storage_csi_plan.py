@@ -10,15 +10,13 @@ import pytest
 import yaml
 from storage_support import CRDS, CSI_VARS, UNIT, cluster_plan, lab_variables, node_facts
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import (
-    _cluster_objects,
-    _k8s_access,
-    _k8s_publish,
-    _plan_cluster,
-    _plan_node,
-    _plan_storage_csi,
-)
-from ansible_collections.gpufabric.rollout.plugins.module_utils._plan_node import PlanError
+from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import k8s_access as _k8s_access
+from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import k8s_publish as _k8s_publish
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import cluster as _plan_cluster
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import network_objects as _cluster_objects
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node as _plan_node
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import storage_csi as _plan_storage_csi
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan.node import PlanError
 
 K8S_VERSION = "1.32"
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 from storage_support import lab_variables, node_facts
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _plan_cluster, _plan_node, _plan_storage
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import cluster as _plan_cluster
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node as _plan_node
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import storage as _plan_storage
 
 
 def plan_of(check, node: int = 1, **changes):

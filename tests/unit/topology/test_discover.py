@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _topology as T
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _topology_parsers as P
+from ansible_collections.gpufabric.rollout.plugins.module_utils.discover import topology as T
+from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import topology as P
 
 EXPECTED = Path(__file__).resolve().parent / "expected"
 CASES = sorted(p.stem for p in EXPECTED.glob("*.yml"))

@@ -6,7 +6,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpufabric.rollout.plugins.filter.topology import FilterModule
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _topology as T
+from ansible_collections.gpufabric.rollout.plugins.module_utils.discover import topology as T
 
 F = FilterModule().filters()
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _ncclxml as X
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _topology as T
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _topology_parsers as P
+from ansible_collections.gpufabric.rollout.plugins.module_utils.discover import topology as T
+from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import topology as P
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import ncclxml as X
 
 REPO = Path(__file__).resolve().parents[3]
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _topology as T
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _topology_parsers as P
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _topology_rails as R
+from ansible_collections.gpufabric.rollout.plugins.module_utils.discover import rails as R
+from ansible_collections.gpufabric.rollout.plugins.module_utils.discover import topology as T
+from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import topology as P
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.gpufabric.rollout.plugins.filter.upgrade import drain_blockers
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _drain
+from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import drain as _drain
 
 NODE = "gpu-node-01"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _skew
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import skew as _skew
 
 REPO = Path(__file__).resolve().parents[3]
 RULES_FILE = REPO / "roles" / "plan" / "files" / "version_skew.yml"

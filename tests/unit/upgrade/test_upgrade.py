@@ -10,7 +10,8 @@ import pytest
 import yaml
 from ansible.executor.playbook_executor import PlaybookExecutor
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _skew, _upgrade
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import skew as _skew
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import upgrade as _upgrade
 
 REPO = Path(__file__).resolve().parents[3]
 RULES = _skew.load(yaml.safe_load((REPO / "roles" / "plan" / "files" / "version_skew.yml").read_text()))

@@ -1,4 +1,4 @@
-"""NCCL across nodes in Pods (plugins/module_utils/_validate_jobs.py): the Job set planned from the
+"""NCCL across nodes in Pods (plugins/module_utils/proof/jobs.py): the Job set planned from the
 lab's cluster plan, its objects against the upstream Kubernetes schemas (kubernetes-validate,
 strict), the Pods' script run with stand-ins for sshd, ssh and mpirun, what the cluster reports
 back turned into checks, and the figures (the launcher's log, or the lab simulator on each node)
@@ -20,13 +20,11 @@ from validate_support import REPO, load_file
 
 from ansible_collections.gpufabric.rollout.plugins.action.plan import load_specs
 from ansible_collections.gpufabric.rollout.plugins.filter.validate import FilterModule
-from ansible_collections.gpufabric.rollout.plugins.module_utils import (
-    _k8s_access,
-    _nccltests,
-    _plan_cluster,
-    _plan_node,
-    _validate_jobs,
-)
+from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import k8s_access as _k8s_access
+from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import nccltests as _nccltests
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import cluster as _plan_cluster
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node as _plan_node
+from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import jobs as _validate_jobs
 
 K8S_VERSION = "1.36"  # the lab's kube-apiserver (lab/controlplane/kubernetes/go.mod)
 GROUP = "h200-connectx-7-8r"

@@ -1,4 +1,4 @@
-"""Host read-back (plugins/module_utils/_readback.py): what a node holds against what its plan told
+"""Host read-back (plugins/module_utils/proof/readback.py): what a node holds against what its plan told
 the host roles to make. The plan is the real one (the lab intent over a lab node's discovery, as
 the plan play computes it); the QoS is applied and read back through the lab's mlnx_qos, rdma and
 ethtool simulators on a materialised lab hardware tree, as on a lab node; files are the real
@@ -20,16 +20,14 @@ from validate_support import REPO, load_file
 
 from ansible_collections.gpufabric.rollout.plugins.action.plan import load_specs
 from ansible_collections.gpufabric.rollout.plugins.filter.validate import FilterModule
-from ansible_collections.gpufabric.rollout.plugins.module_utils import (
-    _cufile,
-    _gates,
-    _host,
-    _nccl,
-    _plan_node,
-    _qos_engine,
-    _readback,
-    _topology,
-)
+from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import cufile as _cufile
+from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import qos_engine as _qos_engine
+from ansible_collections.gpufabric.rollout.plugins.module_utils.discover import topology as _topology
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import nccl as _nccl
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node as _plan_node
+from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import gates as _gates
+from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import readback as _readback
+from ansible_collections.gpufabric.rollout.plugins.module_utils.shared import host as _host
 
 NODE = "gpu-node-01"
 SIMS = REPO / "lab" / "simulators"

@@ -8,7 +8,10 @@ from pathlib import Path
 import pytest
 from validate_support import degrade, facts
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _gates, _gpuprobe, _nccltests, _perftest
+from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import gpuprobe as _gpuprobe
+from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import nccltests as _nccltests
+from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import perftest as _perftest
+from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import gates as _gates
 
 FIX = Path(__file__).parent / "fixtures"
 G = _gates.gates()

@@ -14,7 +14,9 @@ import time
 import pytest
 from validate_support import REPO, degrade, facts
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _gdsio, _nccltests, _perftest
+from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import gdsio as _gdsio
+from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import nccltests as _nccltests
+from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import perftest as _perftest
 
 SIM = REPO / "lab/simulators"
 

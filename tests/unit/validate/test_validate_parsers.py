@@ -10,7 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _gdsio, _nccltests, _perftest
+from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import gdsio as _gdsio
+from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import nccltests as _nccltests
+from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import perftest as _perftest
 
 FIX = Path(__file__).parent / "fixtures"
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _gpuprobe
+from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import gpuprobe as _gpuprobe
 
 REPO = Path(__file__).resolve().parents[3]
 PROBE = REPO / "roles/validate/files/gpu_probe.py"

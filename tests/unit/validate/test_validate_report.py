@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _gates, _gpuprobe, _validate_report
+from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import gpuprobe as _gpuprobe
+from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import gates as _gates
+from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import report as _validate_report
 
 FIX = Path(__file__).parent / "fixtures"
 META = {"title": "lab validation", "generated": "2026-12-01 10:00 UTC"}

@@ -10,7 +10,7 @@ import pytest
 from module_support import run_module
 from validate_support import REPO, degrade, facts, load_file
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _validate_reuse
+from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import reuse as _validate_reuse
 
 PERFTEST = REPO / "tests/unit/validate/fixtures/perftest/write_bw_all_gbits_client.txt"
 NOW = 1_800_000_000.0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils import _topology
+from ansible_collections.gpufabric.rollout.plugins.module_utils.discover import topology as _topology
 
 REPO = Path(__file__).resolve().parents[3]
 

@@ -1,0 +1,274 @@
+# Copyright: (c) 2026, gpufabric.rollout contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Render an NCCL topology file (NCCL_TOPO_FILE) from ``gpufabric_topology`` facts.
+
+The layout follows what NCCL itself builds from sysfs and dumps with NCCL_TOPO_DUMP_FILE
+(NVIDIA/nccl src/graph/xml.cc, xml.h; facts.md section 3.7):
+
+* ``<system version="1">`` holds one ``<cpu>`` per NUMA id (``numaid`` = the device's
+  ``numa_node``, ``-1`` when unknown), with ``affinity`` (the node's cpumap, left out when the
+  node is unknown, as NCCL does), ``arch``, ``vendor``, ``familyid``, ``modelid``.
+* PCI functions nest the way NCCL walks sysfs: from a device it goes up two path components at
+  a time (skipping a switch's downstream port and landing on its upstream port) and stops at a
+  host bridge. So a GPU behind a switch sits in a ``<pci>`` for the switch upstream port; root
+  ports and downstream ports do not appear; a device on a root port sits directly in ``<cpu>``.
+* ``link_speed`` is the lower of the device's ``max_link_speed`` and its parent's (the sysfs
+  string, e.g. ``32.0 GT/s PCIe``); ``link_width`` is the lower of the two ``max_link_width``
+  values, where a missing parent value (a host bridge) counts as 0, as in NCCL.
+* ``<gpu dev sm rank gdr>`` with ``<nvlink target count tclass>`` children from the NVLink
+  counts of `nvidia-smi topo -m`; an 18-link SM90 GPU is taken to hang off NVSwitches
+  (``target="fffffff:ff:ff.0" tclass="0x068000"``, what NCCL 2.27 dumped on a 2x H200 host whose switches are not
+  visible as a PCI device), other counts are direct GPU links (``tclass="0x030200"``).
+* ``<nic><net name dev speed port latency guid maxconn gdr/></nic>`` in the NIC's ``<pci>``.
+Children of a node are ordered by bus id, as NCCL keeps them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+from xml.sax.saxutils import quoteattr
+
+from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers.topology import parse_speed
+
+NVSWITCH_TARGET = "fffffff:ff:ff.0"
+
+
+class _Node:
+    def __init__(self, tag: str, attrs: List[Tuple[str, str]]):
+        self.tag = tag
+        self.attrs = attrs
+        self.subs: List[_Node] = []
+
+    def key(self) -> str:
+        for k, v in self.attrs:
+            if k == "busid":
+                return v
+        return ""
+
+    def render(self, out: List[str], depth: int) -> None:
+        pad = "  " * depth
+        attrs = "".join(f" {k}={quoteattr(v)}" for k, v in self.attrs)
+        if not self.subs:
+            out.append(f"{pad}<{self.tag}{attrs}/>")
+            return
+        out.append(f"{pad}<{self.tag}{attrs}>")
+        for s in self.subs:
+            s.render(out, depth + 1)
+        out.append(f"{pad}</{self.tag}>")
+
+
+def _nccl_link(dev: Dict[str, Any], parent: Optional[Dict[str, Any]]) -> Tuple[str, str]:
+    dspeed = dev["pcie"].get("max_speed") or ""
+    pspeed = (parent or {}).get("pcie", {}).get("max_speed") or ""
+    dv = parse_speed(dspeed)
+    pv = parse_speed(pspeed)
+    speed = pspeed if (pv is not None and (dv is None or pv < dv)) else dspeed
+    dw = dev["pcie"].get("max_width") or 0
+    pw = (parent or {}).get("pcie", {}).get("max_width") or 0
+    return speed, str(min(dw, pw))
+
+
+def _hex_guid(guid: Optional[str]) -> str:
+    if not guid:
+        return "0x0"
+    return "0x" + (guid.replace(":", "").lstrip("0") or "0")
+
+
+def render_nccl_topo_xml(facts: Dict[str, Any]) -> str:
+    """NCCL_TOPO_FILE text for the GPUs and RDMA NICs in ``facts``."""
+    bridges = {b["bdf"]: b for b in facts["pcie"]["bridges"]}
+    numa_by_id = {n["id"]: n for n in facts.get("numa_nodes", [])}
+    cpu_info = facts.get("cpu") or {}
+    cpus: Dict[str, _Node] = {}
+    pcis: Dict[str, _Node] = {}
+
+    def cpu_node(numa: Optional[int]) -> _Node:
+        numaid = str(numa) if numa is not None else "-1"
+        if numaid not in cpus:
+            attrs = [("numaid", numaid)]
+            node = numa_by_id.get(numa) if numa is not None else None
+            if node and node.get("cpumap"):
+                attrs.append(("affinity", node["cpumap"]))
+            for key, attr in (("arch", "arch"), ("vendor", "vendor"), ("family", "familyid"), ("model", "modelid")):
+                if cpu_info.get(key) is not None:
+                    attrs.append((attr, str(cpu_info[key])))
+            cpus[numaid] = _Node("cpu", attrs)
+        return cpus[numaid]
+
+    def pci_node(dev: Dict[str, Any], bdf: str) -> _Node:
+        if bdf in pcis:
+            return pcis[bdf]
+        path = dev.get("pci_path") or []
+        parent = bridges.get(path[-1]) if path else None
+        speed, width = _nccl_link(dev, parent)
+        attrs = [
+            ("busid", bdf),
+            ("class", dev.get("class") or ""),
+            ("vendor", "0x" + dev["vendor_id"]),
+            ("device", "0x" + dev["device_id"]),
+            ("subsystem_vendor", "0x" + (dev.get("subsystem_vendor_id") or "0000")),
+            ("subsystem_device", "0x" + (dev.get("subsystem_device_id") or "0000")),
+            ("link_speed", speed),
+            ("link_width", width),
+        ]
+        node = _Node("pci", attrs)
+        pcis[bdf] = node
+        # NCCL's parent: two path components up, stopping at the host bridge
+        if len(path) >= 2:
+            up = bridges.get(path[-2])
+            parent_node = pci_node(up, path[-2]) if up else cpu_node(dev.get("numa_node"))
+        else:
+            parent_node = cpu_node(dev.get("numa_node"))
+        parent_node.subs.append(node)
+        return node
+
+    nvlink = facts.get("paths", {}).get("nvlink") or {}
+    gpu_bdf = {g["name"]: g["bdf"] for g in facts["gpus"]}
+    for g in facts["gpus"]:
+        node = pci_node(g, g["bdf"])
+        gattrs = [("dev", str(g["index"]))]
+        if g.get("sm") is not None:
+            gattrs.append(("sm", str(g["sm"])))
+        gattrs += [("rank", str(g["index"])), ("gdr", "1")]
+        gnode = _Node("gpu", gattrs)
+        peers = nvlink.get(g["name"]) or {}
+        counts = set(peers.values())
+        if peers and counts == {18} and g.get("sm") == 90:
+            gnode.subs.append(_Node("nvlink", [("target", NVSWITCH_TARGET), ("count", "18"), ("tclass", "0x068000")]))
+        else:
+            for peer in sorted(peers, key=lambda p: gpu_bdf[p]):
+                gnode.subs.append(
+                    _Node(
+                        "nvlink",
+                        [("target", gpu_bdf[peer]), ("count", str(peers[peer])), ("tclass", "0x030200")],
+                    )
+                )
+        node.subs.append(gnode)
+
+    net_dev = 0
+    for n in sorted(facts["nics"], key=lambda x: x["rdma_device"]):
+        ports = [p for p in n["ports"] if p.get("link_layer") in ("Ethernet", "InfiniBand")]
+        if not ports:
+            continue
+        node = pci_node(n, n["bdf"])
+        nic = _Node("nic", [])
+        for p in ports:
+            name = n["rdma_device"] if len(ports) == 1 else f"{n['rdma_device']}:{p['port']}"
+            speed = int((p.get("rate_gbps") or 0) * 1000)
+            nic.subs.append(
+                _Node(
+                    "net",
+                    [
+                        ("name", name),
+                        ("dev", str(net_dev)),
+                        ("speed", str(speed)),
+                        ("port", str(p["port"])),
+                        ("latency", "0"),
+                        ("guid", _hex_guid(n.get("node_guid"))),
+                        ("maxconn", "131072"),
+                        ("gdr", "1" if n.get("role") == "compute" else "0"),
+                    ],
+                )
+            )
+            net_dev += 1
+        node.subs.append(nic)
+
+    def sort(node: _Node) -> None:
+        node.subs.sort(key=lambda s: (s.tag != "pci", s.key()))
+        for s in node.subs:
+            sort(s)
+
+    system = _Node("system", [("version", "1")])
+    for numaid in sorted(cpus, key=int):
+        system.subs.append(cpus[numaid])
+    sort(system)
+    out: List[str] = []
+    system.render(out, 0)
+    return "\n".join(out) + "\n"
+
+
+PCI_KEYS = ("class", "vendor", "device", "subsystem_vendor", "subsystem_device", "link_speed", "link_width")
+
+
+def _pci_view(text: str) -> Dict[str, Any]:
+    """busid -> {attrs, parents (busids up to the cpu), numaid, gpu attrs, net names}."""
+    import xml.etree.ElementTree as ET
+
+    root = ET.fromstring(text)
+    out: Dict[str, Any] = {}
+
+    def walk(node, parents: List[str], numaid: Optional[str]) -> None:
+        for child in node:
+            if child.tag == "cpu":
+                walk(child, [], child.get("numaid"))
+            elif child.tag == "pci":
+                busid = (child.get("busid") or "").lower()
+                gpu = child.find("gpu")
+                nets = [n.get("name") for n in child.iter("net")]
+                out[busid] = {
+                    "attrs": {k: child.get(k) for k in PCI_KEYS},
+                    "parents": list(parents),
+                    "numaid": numaid,
+                    "gpu": {k: gpu.get(k) for k in ("dev", "sm", "rank", "gdr")} if gpu is not None else None,
+                    "nvlink": sorted((n.get("target"), n.get("count"), n.get("tclass")) for n in gpu.iter("nvlink"))
+                    if gpu is not None
+                    else [],
+                    "nets": nets if child.find("nic") is not None else [],
+                }
+                walk(child, [*parents, busid], numaid)
+
+    walk(root, [], None)
+    return out
+
+
+def _pairs(
+    kind: str, a: Dict[str, Any], b: Dict[str, Any], busids: List[str], compared: List[str], diffs: List[str]
+) -> Iterator[Tuple[str, Dict[str, Any], Dict[str, Any]]]:
+    """(busid, ours, theirs) for the bus ids in both views; the others are noted as differences."""
+    for busid in busids:
+        if busid not in a or busid not in b:
+            diffs.append(f"{kind} {busid} only in {'ours' if busid in a else 'theirs'}")
+            continue
+        compared.append(busid)
+        yield busid, a[busid], b[busid]
+
+
+def _differ(label: str, ours: Dict[str, Any], theirs: Dict[str, Any], keys: Tuple[str, ...]) -> List[str]:
+    return [f"{label} {k}: ours {ours[k]!r}, theirs {theirs[k]!r}" for k in keys if ours[k] != theirs[k]]
+
+
+def compare_topo_xml(ours: str, theirs: str, rdma_nets: Optional[List[str]] = None) -> Dict[str, Any]:
+    """Compare two NCCL topology XMLs on what matters for placement.
+
+    Checked for every GPU in either file: present in both, same PCI attributes (class, ids,
+    link_speed, link_width), same chain of parent PCI nodes, same CPU numaid, same gpu dev/sm and
+    NVLink list; for every RDMA NIC: same attributes and parents. ``rdma_nets``: names of the RDMA
+    devices (others in ``theirs``, like NCCL's socket NICs, are listed as ignored).
+    Returns {"equal": bool, "differences": [...], "compared": {...}, "ignored": [...]}.
+    """
+    a = _pci_view(ours)
+    b = _pci_view(theirs)
+    diffs: List[str] = []
+    compared: Dict[str, List[str]] = {"gpus": [], "nics": []}
+    gpus = sorted({k for k, v in a.items() if v["gpu"]} | {k for k, v in b.items() if v["gpu"]})
+    for busid, x, y in _pairs("GPU", a, b, gpus, compared["gpus"], diffs):
+        diffs += _differ(f"GPU {busid}", x["attrs"], y["attrs"], PCI_KEYS)
+        diffs += _differ(f"GPU {busid}", x, y, ("parents", "numaid", "nvlink"))
+        diffs += _differ(f"GPU {busid} gpu", x["gpu"], y["gpu"], ("dev", "sm"))
+    rdma = set(rdma_nets or [])
+    ignored: List[str] = []
+    nic_a = {k: v for k, v in a.items() if v["nets"]}
+    nic_b = {k: v for k, v in b.items() if v["nets"] and (not rdma or set(v["nets"]) & rdma)}
+    for k, v in b.items():
+        if v["nets"] and k not in nic_b:
+            ignored.extend(v["nets"])
+    for busid, x, y in _pairs("NIC", nic_a, nic_b, sorted(set(nic_a) | set(nic_b)), compared["nics"], diffs):
+        diffs += _differ(f"NIC {busid}", x["attrs"], y["attrs"], PCI_KEYS)
+        diffs += _differ(f"NIC {busid}", x, y, ("parents",))
+    # nets NCCL attached straight to a cpu (virtual/socket NICs) are not PCI: list them as ignored
+    import xml.etree.ElementTree as ET
+
+    for cpu in ET.fromstring(theirs).iter("cpu"):
+        for nic in cpu.findall("nic"):
+            ignored.extend(n.get("name") for n in nic.iter("net"))
+    return {"equal": not diffs, "differences": diffs, "compared": compared, "ignored": sorted(set(ignored))}

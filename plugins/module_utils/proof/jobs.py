@@ -1,0 +1,409 @@
+# Copyright: (c) 2026, gpufabric.rollout contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""NCCL across nodes in Pods: the Job set the validate role runs, from the cluster plan.
+
+One Job per node group of ``gpufabric_plan.network`` with at least two of its nodes in the run:
+
+* an Indexed ``batch/v1`` Job, one Pod per node (required node affinity to the nodes, required
+  anti-affinity between its Pods), each Pod asking for every GPU of the node and one of every
+  rail's RDMA resource, attached to the rails' NetworkAttachmentDefinitions (Multus
+  ``k8s.v1.cni.cncf.io/networks``), with the group's NCCL ConfigMap as its environment (the same
+  ConfigMap training Pods use). Pod 0 is the launcher: it starts ``mpirun`` over SSH to the Pods'
+  stable names (the Job's ``subdomain``), which runs ``all_reduce_perf`` with one rank per GPU;
+  the other Pods only serve SSH. ``successPolicy`` ends the Job when Pod 0 succeeds;
+* a headless Service that gives the Pods their DNS names;
+* a Secret with the SSH key pair of this run (made by ``ssh_keypair``).
+
+The nccl-tests multi-node launch needs MPI (NVIDIA/nccl-tests README, "NCCL tests rely on MPI to
+work on multiple processes"); the Job reproduces what an MPIJob's launcher and workers do without
+needing an operator. ``job_checks`` turns what the cluster reports back (the Job's conditions,
+where its Pods ran) into report checks. Pure; no Ansible imports (``cryptography`` is imported by
+``ssh_keypair`` only).
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import shlex
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from ansible_collections.gpufabric.rollout.plugins.module_utils.proof.gates import _check
+
+GPU_RESOURCE = "nvidia.com/gpu"  # the NVIDIA device plugin's resource (GPU Operator)
+NETWORKS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
+INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+NAME_PREFIX = "gpufabric-nccl-"
+SSH_DIR = "/etc/gpufabric-ssh"
+GID_DIR = "/opt/gpufabric"
+GID_SCRIPT_KEY = "find-gid-index.sh"
+LABELS = {"app.kubernetes.io/name": "gpufabric-nccl-tests", "app.kubernetes.io/part-of": "gpufabric-rollout"}
+_SIZE = re.compile(r"^[0-9]+[KMG]?$")
+
+
+class JobPlanError(ValueError):
+    """The cluster plan cannot give a Job set (the message names what is missing)."""
+
+
+def job_name(group: str) -> str:
+    """``gpufabric-nccl-<group>``, cut so that Pod host names (``<job>-<index>``) stay DNS labels."""
+    name = re.sub(r"[^a-z0-9-]+", "-", (NAME_PREFIX + group).lower()).strip("-")
+    return name[:52].rstrip("-")
+
+
+def ssh_keypair() -> Tuple[str, str]:
+    """A new Ed25519 key pair in OpenSSH formats: (private key, public key line)."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    key = Ed25519PrivateKey.generate()
+    private = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()
+    ).decode("ascii")
+    public = key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+    return private, public.decode("ascii") + " gpufabric-nccl-tests\n"
+
+
+def test_args(options: Mapping[str, Any]) -> List[str]:
+    """all_reduce_perf's arguments: sizes doubling from min to max, one GPU per rank, results checked."""
+    sizes = ["-b", str(options["min_bytes"]), "-e", str(options["max_bytes"]), "-f", "2"]
+    return [*sizes, "-g", "1", "-n", str(options["iters"]), "-c", "1"]
+
+
+def launcher_script(
+    name: str, nodes: int, gpus: int, env_keys: Sequence[str], options: Mapping[str, Any], gid_script: bool
+) -> str:
+    """The Pods' command: SSH server everywhere; on Pod 0, wait for every Pod, then mpirun."""
+    port = int(options["ssh_port"])
+    exports = " ".join(f"-x {k}" for k in [*sorted(env_keys), "LD_LIBRARY_PATH", "PATH"])
+    args = " ".join(shlex.quote(a) for a in [str(options["binary"]), *test_args(options)])
+    lines = [
+        "set -eu",
+        "mkdir -p /root/.ssh /run/sshd && chmod 700 /root/.ssh",
+        f"install -m 600 {SSH_DIR}/id_ed25519 /root/.ssh/id_ed25519",
+        f"install -m 600 {SSH_DIR}/authorized_keys /root/.ssh/authorized_keys",
+        f"printf 'Host *\\n  Port {port}\\n  StrictHostKeyChecking no\\n  UserKnownHostsFile /dev/null\\n"
+        "  LogLevel ERROR\\n' > /root/.ssh/config",
+        "ssh-keygen -A >/dev/null",
+        f"/usr/sbin/sshd -p {port}",
+    ]
+    if gid_script:
+        # NCCL before 2.21 needs the RoCE v2 GID index; each Pod finds its own on its first rail
+        # interface and NCCL reads it from /etc/nccl.conf.
+        lines.append(f"sh {GID_DIR}/{GID_SCRIPT_KEY} net1 /etc/nccl.conf >/dev/null")
+    lines += [
+        'if [ "${JOB_COMPLETION_INDEX}" != 0 ]; then exec sleep infinity; fi',
+        'hosts=""',
+        f"for i in $(seq 0 {nodes - 1}); do",
+        f'  h="{name}-${{i}}.{name}"',
+        '  until getent hosts "$h" >/dev/null && ssh -o ConnectTimeout=5 "$h" true; do sleep 2; done',
+        f'  hosts="${{hosts}},${{h}}:{gpus}"',
+        "done",
+        f'exec mpirun --allow-run-as-root --bind-to none -np {nodes * gpus} -H "${{hosts#,}}" {exports} {args}',
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _group(network: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    for group in network.get("node_groups") or []:
+        if group.get("name") == name:
+            return group
+    raise JobPlanError(f"node group {name!r} is not in the cluster plan")
+
+
+def _gid_configmap(network: Mapping[str, Any]) -> Optional[str]:
+    for obj in (network.get("objects") or {}).get("rdma_networks") or []:
+        if obj.get("kind") == "ConfigMap" and GID_SCRIPT_KEY in (obj.get("data") or {}):
+            return obj["metadata"]["name"]
+    return None
+
+
+def job_for_group(
+    network: Mapping[str, Any],
+    group_name: str,
+    nodes: Sequence[str],
+    options: Mapping[str, Any],
+    hosts: Optional[Mapping[str, str]] = None,
+) -> Dict[str, Any]:
+    """The Job, its Service and the name of its Secret for one node group on ``nodes`` (Node names;
+    ``hosts`` maps them to inventory names)."""
+    group = _group(network, group_name)
+    config = network.get("config") or {}
+    namespace = config.get("nad_namespace") or "default"
+    name = job_name(group_name)
+    rails = [r for r in network.get("rails") or [] if group_name in (r.get("node_groups") or [])]
+    if not rails:
+        raise JobPlanError(f"node group {group_name!r} has no rail in the cluster plan")
+    env = dict((network.get("nccl") or {}).get(group_name) or {})
+    configmap = group.get("nccl_configmap")
+    if not configmap or not env:
+        raise JobPlanError(f"node group {group_name!r} has no NCCL ConfigMap in the cluster plan")
+    gpus = int(group.get("gpu_count") or 0)
+    if gpus < 1:
+        raise JobPlanError(f"node group {group_name!r} has no GPU")
+    gid = _gid_configmap(network) if "GPUFABRIC_NCCL_GID_SCRIPT" in env else None
+    networks = ",".join(f"{namespace}/{(r.get('nad_by_group') or {}).get(group_name, r['name'])}" for r in rails)
+    limits = {GPU_RESOURCE: str(gpus)}
+    limits.update({r["resource"]: "1" for r in rails})
+    label_prefix = config.get("label_prefix") or "gpufabric.io"
+    labels = dict(LABELS, **{f"{label_prefix}/node-group": group_name})
+    mounts = [
+        {"name": "ssh", "mountPath": SSH_DIR, "readOnly": True},
+        {"name": "shm", "mountPath": "/dev/shm"},
+    ]
+    volumes: List[Dict[str, Any]] = [
+        {"name": "ssh", "secret": {"secretName": name + "-ssh", "defaultMode": 0o400}},
+        {"name": "shm", "emptyDir": {"medium": "Memory"}},
+    ]
+    if gid:
+        mounts.append({"name": "gid", "mountPath": GID_DIR, "readOnly": True})
+        volumes.append({"name": "gid", "configMap": {"name": gid}})
+    script = launcher_script(name, len(nodes), gpus, list(env), options, gid is not None)
+    spec: Dict[str, Any] = {
+        "completions": len(nodes),
+        "parallelism": len(nodes),
+        "completionMode": "Indexed",
+        "successPolicy": {"rules": [{"succeededIndexes": "0"}]},
+        "backoffLimit": 0,
+        "activeDeadlineSeconds": int(options["timeout"]),
+        "template": {
+            "metadata": {"labels": labels, "annotations": {NETWORKS_ANNOTATION: networks}},
+            "spec": {
+                "restartPolicy": "Never",
+                "subdomain": name,
+                "affinity": {
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [
+                                {"matchExpressions": [{"key": HOSTNAME_LABEL, "operator": "In", "values": list(nodes)}]}
+                            ]
+                        }
+                    },
+                    "podAntiAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": [
+                            {"labelSelector": {"matchLabels": {JOB_NAME_LABEL: name}}, "topologyKey": HOSTNAME_LABEL}
+                        ]
+                    },
+                },
+                "containers": [
+                    {
+                        "name": "nccl-tests",
+                        "image": options["image"],
+                        "command": ["/bin/bash", "-c", script],
+                        "envFrom": [{"configMapRef": {"name": configmap}}],
+                        "ports": [{"name": "ssh", "containerPort": int(options["ssh_port"])}],
+                        "resources": {"limits": dict(limits), "requests": dict(limits)},
+                        "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}},
+                        "volumeMounts": mounts,
+                    }
+                ],
+                "volumes": volumes,
+            },
+        },
+    }
+    if not options.get("keep_jobs"):
+        spec["ttlSecondsAfterFinished"] = 3600  # a safety net: the role deletes the Job once read
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": spec,
+    }
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": {
+            "clusterIP": "None",
+            "publishNotReadyAddresses": True,
+            "selector": {JOB_NAME_LABEL: name},
+            "ports": [{"name": "ssh", "port": int(options["ssh_port"]), "targetPort": "ssh"}],
+        },
+    }
+    return {
+        "group": group_name,
+        "name": name,
+        "namespace": namespace,
+        "nodes": list(nodes),
+        "hosts": [(hosts or {}).get(n, n) for n in nodes],
+        "gpus": gpus,
+        "env": env,
+        "args": test_args(options),
+        "objects": [service, job],
+        "secret": name + "-ssh",
+    }
+
+
+def job_set(network: Mapping[str, Any], hosts: Mapping[str, str], options: Mapping[str, Any]) -> Dict[str, List[Any]]:
+    """``{"jobs": [...], "skipped": [reason, ...]}`` for the nodes of this run (``hosts``: Node name ->
+    inventory name): one Job per node group with two or more of them (an all-reduce across nodes
+    needs two)."""
+    for key in ("min_bytes", "max_bytes"):
+        if not _SIZE.match(str(options.get(key))):
+            raise JobPlanError(f"{key}: {options.get(key)!r} is not a size like 1M or 8G")
+    in_run = set(hosts)
+    jobs: List[Dict[str, Any]] = []
+    skipped: List[str] = []
+    for group in network.get("node_groups") or []:
+        members = [n for n in group.get("nodes") or [] if n in in_run]
+        if len(members) < 2:
+            skipped.append(
+                f"node group {group['name']}: {len(members)} of its nodes in this run; "
+                "NCCL across nodes needs two or more"
+            )
+            continue
+        jobs.append(job_for_group(network, group["name"], sorted(members), options, hosts))
+    return {"jobs": jobs, "skipped": skipped}
+
+
+def secret(job: Mapping[str, Any], private_key: str, public_key: str) -> Dict[str, Any]:
+    """The Secret with this run's SSH key pair, mounted read-only in the Job's Pods."""
+
+    def b64(text: str) -> str:
+        return base64.b64encode(text.encode("ascii")).decode("ascii")
+
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": job["secret"], "namespace": job["namespace"], "labels": dict(LABELS)},
+        "type": "Opaque",
+        "data": {"id_ed25519": b64(private_key), "authorized_keys": b64(public_key)},
+    }
+
+
+def lab_environment(job: Mapping[str, Any]) -> Dict[str, str]:
+    """What mpirun gives each rank of the Job (Open MPI's variables), for the lab's all_reduce_perf
+    simulator run on one node with the Job's arguments."""
+    return {
+        "OMPI_COMM_WORLD_SIZE": str(len(job["nodes"]) * int(job["gpus"])),
+        "OMPI_COMM_WORLD_LOCAL_SIZE": str(job["gpus"]),
+    }
+
+
+def job_checks(
+    job: Mapping[str, Any], state: Optional[Mapping[str, Any]], pods: Sequence[Mapping[str, Any]]
+) -> List[Dict[str, Any]]:
+    """What the cluster made of the Job: completed, and one Pod on each of its nodes."""
+    where = f"Job {job['namespace']}/{job['name']}"
+    nodes = ",".join(job["nodes"])
+    conditions = {c.get("type"): c for c in ((state or {}).get("status") or {}).get("conditions") or []}
+    done = (conditions.get("Complete") or {}).get("status") == "True"
+    failed = conditions.get("Failed") or {}
+    if done:
+        found = "Complete"
+    elif failed.get("status") == "True":
+        found = f"Failed: {failed.get('reason')} {failed.get('message') or ''}".strip()
+    elif state is None:
+        found = "not found"
+    else:
+        found = "not finished within validate_nccl_timeout"
+    placed = sorted(str((p.get("spec") or {}).get("nodeName") or "unscheduled") for p in pods)
+    pending = [
+        f"{(p.get('metadata') or {}).get('name')}: {c.get('message')}"
+        for p in pods
+        for c in (p.get("status") or {}).get("conditions") or []
+        if c.get("type") == "PodScheduled" and c.get("status") == "False"
+    ]
+    on_nodes = placed == sorted(job["nodes"])
+    return [
+        _check(
+            "nccl",
+            nodes,
+            job["name"],
+            "Job completed",
+            measured=found,
+            expected="Complete",
+            threshold="Complete",
+            unit="",
+            passed=done,
+            detail=where,
+        ),
+        _check(
+            "nccl",
+            nodes,
+            job["name"],
+            "one Pod on each node",
+            measured=",".join(placed) or "no Pod",
+            expected=",".join(sorted(job["nodes"])),
+            threshold=",".join(sorted(job["nodes"])),
+            unit="",
+            passed=on_nodes,
+            detail=f"{where}, scheduled by the cluster's scheduler"
+            + (f"; unschedulable: {'; '.join(pending)}" if pending else ""),
+        ),
+    ]
+
+
+def launcher_pod(pods: Sequence[Mapping[str, Any]]) -> Optional[Mapping[str, Any]]:
+    """The Job's Pod of index 0 (the one that runs mpirun), if any."""
+    for pod in pods:
+        if ((pod.get("metadata") or {}).get("labels") or {}).get(INDEX_LABEL) == "0":
+            return pod
+    return None
+
+
+def collect(
+    jobs: Sequence[Mapping[str, Any]],
+    states: Mapping[str, Optional[Mapping[str, Any]]],
+    pods: Mapping[str, Sequence[Mapping[str, Any]]],
+    logs: Mapping[str, Mapping[str, Any]],
+    lab: Mapping[str, Sequence[Mapping[str, Any]]],
+    figures: str,
+) -> Dict[str, List[Dict[str, Any]]]:
+    """The report's NCCL runs (each naming the source of its figures) and the Jobs' checks.
+
+    ``states``: each Job as the API server returned it (None: gone); ``pods``: its Pods;
+    ``logs``: the launcher's log read (``{log}`` or ``{failed, msg}``); ``lab``: the simulator's
+    runs on the Job's nodes (``{host, rc, stdout, stderr}``), for ``figures == "lab_simulator"``."""
+    runs: List[Dict[str, Any]] = []
+    checks: List[Dict[str, Any]] = []
+    for job in jobs:
+        name = job["name"]
+        where = f"{job['namespace']}/{name}"
+        job_pods = list(pods.get(name) or [])
+        checks += job_checks(job, states.get(name), job_pods)
+        if figures == "lab_simulator":
+            for run in lab.get(name) or []:
+                output = (run.get("stdout") or "") + ("\n" + run["stderr"] if run.get("stderr") else "")
+                runs.append(
+                    {
+                        "name": f"{name} from {run['host']}",
+                        "nodes": list(job["hosts"]),
+                        "output": output,
+                        "source": f"lab: the all_reduce_perf simulator on {run['host']} with the Job's arguments "
+                        f"({' '.join(job['args'])}, {len(job['nodes']) * job['gpus']} ranks); Job {where} was "
+                        "applied, scheduled and completed by the cluster, but no container runs in the lab",
+                    }
+                )
+            continue
+        pod = launcher_pod(job_pods)
+        read = logs.get(name) or {}
+        if pod is None or read.get("failed") or not read.get("log"):
+            reason = "no launcher Pod (index 0)" if pod is None else read.get("msg") or "the log is empty"
+            checks.append(
+                _check(
+                    "nccl",
+                    ",".join(job["nodes"]),
+                    name,
+                    "launcher log read",
+                    measured="not read",
+                    expected="read",
+                    threshold="read",
+                    unit="",
+                    passed=False,
+                    detail=f"Job {where}: {reason}",
+                )
+            )
+            continue
+        node = (pod.get("spec") or {}).get("nodeName")
+        runs.append(
+            {
+                "name": name,
+                "nodes": list(job["hosts"]),
+                "output": read["log"],
+                "source": f"log of launcher Pod {job['namespace']}/{pod['metadata']['name']} on {node}, Job {where}",
+            }
+        )
+    return {"runs": runs, "checks": checks}
