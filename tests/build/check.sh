@@ -57,6 +57,17 @@ else
     echo "the installed snapshot playbook captured a node that discovery reads back (8 GPUs, 10 NICs)"
 fi
 
+# The main job runs by its collection name from the installed copy: every playbook it imports and
+# every role it names resolve there (list-tasks expands the imports and the static role tasks).
+if ! "${installed[@]}" ansible-playbook gpufabric.rollout.site -i "${repo}/inventory/example" --list-tasks \
+    >"${work}/site-tasks.log" 2>&1; then
+    cat "${work}/site-tasks.log" >&2
+    echo "ansible-playbook gpufabric.rollout.site does not load from the installed collection" >&2
+    status=1
+else
+    echo "gpufabric.rollout.site loads from the installed collection ($(grep -c 'TAGS:' "${work}/site-tasks.log") tasks listed)"
+fi
+
 count="$(grep -c '^gpufabric\.rollout\.' <<<"${listing}" || true)"
 echo "ansible-doc lists ${count} module(s) and $(grep -c '^gpufabric\.rollout\.' <<<"${filters}" || true) filter(s) from the installed collection"
 exit "${status}"
