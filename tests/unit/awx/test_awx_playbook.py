@@ -270,8 +270,14 @@ def test_stage_list_is_consistent():
         path = REPO_ROOT / "roles" / role / "meta" / "argument_specs.yml"
         assert path.is_file(), f"intent role {role}"
         assert entry in yaml.safe_load(path.read_text())["argument_specs"], f"intent entry point {item}"
-    # every playbook in playbooks/ that is a stage is listed; awx.yml and report.yml are not stages
+    # every playbook in playbooks/ that is a stage is listed; awx.yml and report.yml are not stages,
+    # and site.yml (the main job) is the first four stages in their order, nothing else
     listed = {s["playbook"] for s in STAGES["gpufabric_awx_stages"]}
     for path in sorted((REPO_ROOT / "playbooks").glob("*.yml")):
         rel = f"playbooks/{path.name}"
-        assert rel in listed or path.name in ("awx.yml", "report.yml"), f"{rel} is a playbook no AWX stage runs"
+        assert rel in listed or path.name in ("awx.yml", "report.yml", "site.yml"), (
+            f"{rel} is a playbook no AWX stage runs"
+        )
+    site = yaml.safe_load((REPO_ROOT / "playbooks" / "site.yml").read_text())
+    imported = [f"playbooks/{play['ansible.builtin.import_playbook']}" for play in site]
+    assert imported == [s["playbook"] for s in STAGES["gpufabric_awx_stages"][:4]]

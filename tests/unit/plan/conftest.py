@@ -66,6 +66,7 @@ def render_default(text: str, known: Dict[str, Any]) -> Any:
     from ansible.template import Templar, trust_as_template
 
     variables = {"inventory_hostname": "gpu-node-01", "inventory_dir": "/inv", "playbook_dir": "/pb", "groups": {}}
+    variables["ansible_inventory_sources"] = ["/inv/hosts.yml"]
     variables["ansible_facts"] = {"default_ipv4": {"interface": "eth0"}}
     variables.update(load_internal_vars(NODE_ROLES + CLUSTER_ROLES, str(REPO)))
     variables.update(known)
