@@ -31,14 +31,16 @@ def k8s_apply_rules(objects):
     return _k8s_access.apply_rules(objects)
 
 
-def k8s_owner_selector(component):
-    """Label selectors that find the objects this collection made for `component`."""
-    return _k8s_publish.selector(component)
+@filter_errors("_k8s_publish.PublishError")
+def k8s_owner_selector(component, instance):
+    """Label selectors that find the objects this collection's `instance` made for `component`."""
+    return _k8s_publish.selector(component, instance)
 
 
-def k8s_stale(found, planned):
-    """Objects in `found` (k8s_info resources) made for the component that `planned` no longer has."""
-    return _k8s_publish.stale(found, planned)
+@filter_errors("_k8s_publish.PublishError")
+def k8s_stale(found, planned, instance):
+    """Objects in `found` (k8s_info resources) made by `instance` for the component that `planned` no longer has."""
+    return _k8s_publish.stale(found, planned, instance)
 
 
 @filter_errors("_k8s_publish.PublishError")
