@@ -355,6 +355,9 @@ DRIVER_VERSION_RE = re.compile(r"^[0-9]{3}\.[0-9]{1,3}(\.[0-9]{1,3})?$")
 
 
 def gpu_driver_rules(values: Mapping[str, Any], problems: Problems) -> None:
+    for key in ("gpu_driver_k8s_drain_timeout", "gpu_driver_k8s_drain_retry_delay"):
+        if values.get(key) is not None:
+            in_range(problems, key, values[key], 1, 86400)
     driver = values.get("gpufabric_gpu_driver")
     if not isinstance(driver, Mapping):
         return
