@@ -13,6 +13,7 @@ _cluster_objects = module_utils("_cluster_objects")
 _cluster_report = module_utils("_cluster_report")
 _k8s_access = module_utils("_k8s_access")
 _k8s_publish = module_utils("_k8s_publish")
+_k8s_retry = module_utils("_k8s_retry")
 
 
 def cluster_report(plan):
@@ -55,6 +56,11 @@ def k8s_prune_rules(kinds):
     return _k8s_publish.prune_rules(kinds)
 
 
+def k8s_transient(result):
+    """Whether a failed kubernetes.core result is a transient API answer (429, 5xx, 409, connection) to retry."""
+    return _k8s_retry.transient(result or {})
+
+
 def k8s_claims_in_use(pods, claims):
     """``namespace/claim (Pod ...)`` for each claim among `claims` (k8s_stale entries) that a running Pod mounts."""
     return _k8s_publish.claims_in_use(pods, claims)
@@ -73,6 +79,7 @@ class FilterModule:
             k8s_apply_rules,
             k8s_owner_selector,
             k8s_stale,
+            k8s_transient,
             k8s_prune_queries,
             k8s_prune_rules,
             k8s_claims_in_use,
