@@ -29,6 +29,7 @@ except ImportError:  # pragma: no cover - older ansible-core renders any string
         return value
 
 
+from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import k8s_publish as _k8s_publish
 from ansible_collections.gpufabric.rollout.plugins.module_utils.intent import check as _intent
 from ansible_collections.gpufabric.rollout.plugins.module_utils.intent import rules as _intent_rules
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import cluster as _plan_cluster
@@ -166,6 +167,11 @@ class ActionModule(ActionBase):
         prefixes = ("gpufabric_", *tuple(f"{role}_" for role in specs))
         wanted = [n for n in task_vars if n.startswith(prefixes) and n not in RUNTIME_NAMES]
         variables = self._values(task_vars, wanted)
+        if entry == "cluster_intent" and "gpufabric_instance" not in variables:
+            # Every object the collection owns carries the instance; the plan refuses an unusable one.
+            variables["gpufabric_instance"] = _k8s_publish.default_instance(
+                task_vars.get("ansible_inventory_sources"), task_vars.get("awx_inventory_id")
+            )
         values, problems = _intent.check_scope(
             specs, entry, roles, variables, rules, self._template_default, PLAN_ROLE, RUNTIME_NAMES, IGNORED_PREFIXES
         )

@@ -13,6 +13,7 @@ _cluster_objects = module_utils("plan.network_objects")
 _cluster_report = module_utils("proof.cluster_report")
 _k8s_access = module_utils("apply.k8s_access")
 _k8s_publish = module_utils("apply.k8s_publish")
+_k8s_retry = module_utils("apply.k8s_retry")
 
 
 def cluster_report(plan):
@@ -31,14 +32,16 @@ def k8s_apply_rules(objects):
     return _k8s_access.apply_rules(objects)
 
 
-def k8s_owner_selector(component):
-    """Label selectors that find the objects this collection made for `component`."""
-    return _k8s_publish.selector(component)
+@filter_errors("apply.k8s_publish.PublishError")
+def k8s_owner_selector(component, instance):
+    """Label selectors that find the objects this collection's `instance` made for `component`."""
+    return _k8s_publish.selector(component, instance)
 
 
-def k8s_stale(found, planned):
-    """Objects in `found` (k8s_info resources) made for the component that `planned` no longer has."""
-    return _k8s_publish.stale(found, planned)
+@filter_errors("apply.k8s_publish.PublishError")
+def k8s_stale(found, planned, instance):
+    """Objects in `found` (k8s_info resources) made by `instance` for the component that `planned` no longer has."""
+    return _k8s_publish.stale(found, planned, instance)
 
 
 @filter_errors("apply.k8s_publish.PublishError")
@@ -51,6 +54,11 @@ def k8s_prune_queries(kinds):
 def k8s_prune_rules(kinds):
     """RBAC-shaped rules (gpufabric.rollout.k8s_access) that pruning the kinds needs."""
     return _k8s_publish.prune_rules(kinds)
+
+
+def k8s_transient(result):
+    """Whether a failed kubernetes.core result is a transient API answer (429, 5xx, 409, connection) to retry."""
+    return _k8s_retry.transient(result or {})
 
 
 def k8s_claims_in_use(pods, claims):
@@ -71,6 +79,7 @@ class FilterModule:
             k8s_apply_rules,
             k8s_owner_selector,
             k8s_stale,
+            k8s_transient,
             k8s_prune_queries,
             k8s_prune_rules,
             k8s_claims_in_use,

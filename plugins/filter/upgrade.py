@@ -21,6 +21,20 @@ def upgrade_stop(failed, total, max_fail_percentage):
     return _upgrade.stop(int(failed), int(total), int(max_fail_percentage))
 
 
+def drain_target(by_name, by_label, host, mode, required, names, kubelet, variable):
+    """Which Node a reload of ``host`` drains, failing closed: {in_cluster, name, node, refuse} (_drain.target)."""
+    return _drain.target(
+        str(host),
+        str(mode),
+        bool(required),
+        [str(n) for n in names or [] if n],
+        by_name or {},
+        by_label or {},
+        bool(kubelet),
+        str(variable),
+    )
+
+
 class FilterModule:
     def filters(self):
-        return {"drain_blockers": drain_blockers, "upgrade_stop": upgrade_stop}
+        return {"drain_blockers": drain_blockers, "drain_target": drain_target, "upgrade_stop": upgrade_stop}

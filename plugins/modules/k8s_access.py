@@ -97,8 +97,10 @@ missing:
 """
 
 import copy
+import json
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import k8s_access as _k8s_access
+from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import k8s_retry as _k8s_retry
 from ansible_collections.kubernetes.core.plugins.module_utils.ansiblemodule import AnsibleModule
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
@@ -111,15 +113,19 @@ SSR = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
 DEFAULT_GRANT = "The collection ships the ClusterRole and Role that grant it in docs/rbac/gpufabric-rollout.yaml."
 
 
-def _post(client, path, body):
-    review = client.client.request("POST", path, body=body, content_type="application/json")
+def _post(client, path, body, max_total=60.0):
+    """One review, retried on 429, 5xx and connection failures for at most ``max_total`` seconds."""
+    what = f"{body.get('kind')} {json.dumps((body.get('spec') or {}).get('resourceAttributes') or {}, sort_keys=True)}"
+    review = _k8s_retry.call(
+        lambda: client.client.request("POST", path, body=body, content_type="application/json"), what, max_total
+    )
     return review.to_dict() if hasattr(review, "to_dict") else review
 
 
 def whoami(client):
     """The API server's view of the identity (SelfSubjectReview), or None where it has none."""
     try:
-        review = _post(client, SSR, {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
+        review = _post(client, SSR, {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}, 10.0)
     except Exception:  # (only for the message; older servers lack the API)
         return None
     return (review.get("status") or {}).get("userInfo")
@@ -174,6 +180,8 @@ def main():
             )
     except _k8s_access.AccessRuleError as exc:
         error = f"rules: {exc}"
+    except _k8s_retry.RetryError as exc:
+        error = f"could not ask the API server about access: {exc}"
     except CoreException as exc:
         error = f"could not reach the API server: {exc}"
     except Exception as exc:  # (API errors: one clear failure naming the cause)

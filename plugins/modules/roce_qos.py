@@ -142,7 +142,11 @@ backend:
   type: str
   sample: mlnx_qos
 interfaces:
-  description: Per netdev, the keys that differed, the actions taken, state before and after.
+  description:
+    - Per netdev, the keys that differed, the actions taken, state before and after.
+    - When applying an interface fails, the module fails with every interface handled before it (applied) and the
+      failing one last, with C(failed), C(error), the C(actions) it had applied and what it reads C(after); C(changed)
+      is true when any action was applied. Interfaces after it are not touched.
   returned: always
   type: list
   elements: dict
@@ -152,6 +156,11 @@ interfaces:
       before: {trust: pcp, pfc: [0, 0, 0, 0, 0, 0, 0, 0]}
       after: {trust: dscp, pfc: [0, 0, 0, 1, 0, 0, 0, 0]}
       roce_active_mtu: 4096
+failed_netdev:
+  description: The netdev whose apply failed (then C(interfaces) ends with it).
+  returned: on a failure while applying
+  type: str
+  sample: ens2f0np0
 warnings_list:
   description: Settings this host does not expose.
   returned: always
@@ -163,6 +172,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.apply.qos_engine import (
     ENGINE_ERRORS,
+    PartialApply,
     QosError,
     run_plan_interfaces,
 )
@@ -221,6 +231,17 @@ def main():
     io = Host(Sysroot(module.params["sysroot"]), Runner.for_module(module))
     try:
         result = run(module.params, io, module.check_mode)
+    except PartialApply as exc:
+        # What was applied before the failure stays on the NICs: say so, per interface, and changed.
+        partial = exc.result
+        module.fail_json(
+            msg=str(exc),
+            changed=partial["changed"],
+            backend=partial["backend"],
+            interfaces=partial["interfaces"],
+            warnings_list=partial["warnings"],
+            failed_netdev=partial["interfaces"][-1]["netdev"],
+        )
     except ENGINE_ERRORS as exc:
         module.fail_json(msg=str(exc), changed=False, backend=None, interfaces=[], warnings_list=[])
     for warning in result["warnings_list"]:

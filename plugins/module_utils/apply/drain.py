@@ -129,3 +129,76 @@ def summary(lines: Sequence[str], limit: int = 10) -> Dict[str, Any]:
     if len(lines) > limit:
         shown.append(f"... and {len(lines) - limit} more Pod(s)")
     return {"count": len(lines), "lines": shown, "text": "; ".join(shown) if shown else "no Pod left to evict"}
+
+
+def _hostname_label(node: Mapping[str, Any]) -> str:
+    return str(((node.get("metadata") or {}).get("labels") or {}).get("kubernetes.io/hostname") or "")
+
+
+def target(
+    host: str,
+    mode: str,
+    required: bool,
+    names: Sequence[str],
+    by_name: Mapping[str, Any],
+    by_label: Mapping[str, Any],
+    kubelet: bool,
+    variable: str,
+) -> Dict[str, Any]:
+    """Which Node a reload or reboot of ``host`` drains, failing closed.
+
+    ``names[0]`` is the Node name the plan uses; the others (the inventory name, its short name, the
+    host's FQDN) are matched against the ``kubernetes.io/hostname`` label when no Node has that name
+    (a Node registered under its FQDN, an inventory of short names). ``by_name`` and ``by_label`` are
+    k8s_info results (``failed`` and ``msg`` when the API could not be read). ``kubelet``: the host
+    has run a kubelet (its state directory exists), so it is a node of some cluster.
+
+    Returns ``{in_cluster, name, node, refuse}``: ``refuse`` is a message naming the host and why
+    when ``required`` (a reload or reboot is about to happen) and the host should be drained but
+    cannot be: mode ``always`` or a kubelet on the host, and the Node cannot be read, is not found,
+    or is ambiguous. ``mode`` ``never``: no drain (the caller drained already).
+    """
+    out: Dict[str, Any] = {"in_cluster": False, "name": names[0] if names else host, "node": {}, "refuse": ""}
+    if mode == "never":
+        return out
+    must = mode == "always" or bool(kubelet)
+    why = f"{variable.replace('_node_name', '_drain')} is always" if mode == "always" else "it runs a kubelet"
+    wanted = [n for n in dict.fromkeys(str(n) for n in names if n)]
+    problem = ""
+    found: List[Mapping[str, Any]] = []
+    if by_name.get("failed"):
+        problem = (
+            f"its Node could not be read from the cluster of gpufabric_kubeconfig ({by_name.get('msg') or 'failed'})"
+        )
+    elif by_name.get("resources"):
+        found = list(by_name["resources"])
+    elif by_label.get("failed"):
+        problem = (
+            f"Nodes could not be listed in the cluster of gpufabric_kubeconfig ({by_label.get('msg') or 'failed'})"
+        )
+    else:
+        found = [n for n in by_label.get("resources") or [] if _hostname_label(n) in wanted]
+        if len(found) > 1:
+            problem = (
+                "several Nodes carry kubernetes.io/hostname "
+                + " or ".join(wanted)
+                + ": "
+                + ", ".join(sorted(str((n.get("metadata") or {}).get("name")) for n in found))
+            )
+            found = []
+        elif not found:
+            problem = (
+                f"no Node named {wanted[0] if wanted else host!r} or labelled kubernetes.io/hostname "
+                f"{' or '.join(wanted)} exists in the cluster of gpufabric_kubeconfig"
+            )
+    if found:
+        node = found[0]
+        out.update(in_cluster=True, name=str((node.get("metadata") or {}).get("name")), node=dict(node))
+        return out
+    if must and required:
+        out["refuse"] = (
+            f"{host} is not reloaded or rebooted: it must be drained first ({why}), but {problem}. Set {variable} "
+            "to its Node name (or gpufabric_k8s_node_name), or gpufabric_kubeconfig to the cluster it is a Node of; "
+            "the installed driver stays unloaded until then"
+        )
+    return out

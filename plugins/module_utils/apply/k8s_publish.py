@@ -3,34 +3,72 @@
 """The one publish path of the cluster roles: which objects a component owns, which of the
 objects found in the cluster left the plan, and what listing and deleting them needs.
 
-Pure and typed. Every object the plan makes carries two labels: ``app.kubernetes.io/managed-by:
-gpufabric.rollout`` and ``gpufabric.io/component: <role part>`` (`own()` sets them). A role
+Pure and typed (`default_instance` reads whether a path is a directory). Every object the plan
+makes carries three labels: ``app.kubernetes.io/managed-by: gpufabric.rollout``,
+``gpufabric.io/component: <role part>`` and ``gpufabric.io/instance: <gpufabric_instance>``, the
+deployment (one inventory) that made it (`own()` sets them). A role
 applies its part of the plan, then lists the kinds it can ever create (its *prune kinds*, in the
 shape ``{api_group, version, resources}``, with ``namespace`` to list a namespaced kind in that
 namespace only instead of in all of them) with the label selector of `selector()`, and deletes
 what `stale()` names: objects it made earlier that this plan no longer has (a rail removed, an
-IPAM kind switched, a driver group gone). Objects without the labels are never touched.
+IPAM kind switched, a driver group gone). Objects without the labels are never touched, and
+neither are those of another instance: two inventories publishing to one cluster never prune each
+other's objects.
 `claims_in_use()` names the Pods that still use claims about to be pruned.
 """
 
 from __future__ import annotations
 
 import copy
+import os
+import re
 from typing import Any, Dict, Iterable, List, Mapping, Tuple
 
 MANAGED_BY_KEY = "app.kubernetes.io/managed-by"
 MANAGED_BY = "gpufabric.rollout"
 COMPONENT_KEY = "gpufabric.io/component"
+INSTANCE_KEY = "gpufabric.io/instance"
+# A label value (Kubernetes: at most 63 characters, alphanumerics, '-', '_' and '.', alphanumeric at both ends).
+LABEL_VALUE_RE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 
 
 class PublishError(ValueError):
     """A prune kind or an object is malformed (the message names it)."""
 
 
-def own(objects: Iterable[Mapping[str, Any]], component: str) -> List[Dict[str, Any]]:
-    """Copies of `objects` labelled as made by this collection for `component`."""
+def check_instance(instance: Any) -> str:
+    """`instance` when it is a usable label value, else PublishError naming gpufabric_instance."""
+    if not isinstance(instance, str) or not LABEL_VALUE_RE.match(instance):
+        raise PublishError(
+            f"gpufabric_instance: {instance!r} is not a label value (1-63 letters, digits, '-', '_' or '.', "
+            "beginning and ending with a letter or digit); every object this collection owns carries it and "
+            "pruning selects on it"
+        )
+    return instance
+
+
+def default_instance(inventory_sources: Any, awx_inventory_id: Any = None) -> str:
+    """The default gpufabric_instance: ``awx-inventory-<id>`` in an AWX job (AWX hands every job the
+    same inventory path), else the name of the inventory's directory (the directory given with
+    ``-i``, or the one that holds the inventory file given), lowercased, anything but letters,
+    digits, '-', '_' and '.' replaced by '-', at most 63 characters. "" when there is none."""
+    if awx_inventory_id not in (None, ""):
+        return f"awx-inventory-{awx_inventory_id}"
+    sources = [inventory_sources] if isinstance(inventory_sources, str) else list(inventory_sources or [])
+    if not sources or not sources[0]:
+        return ""
+    path = os.path.normpath(os.path.abspath(str(sources[0])))
+    name = os.path.basename(path if os.path.isdir(path) else os.path.dirname(path))
+    name = re.sub(r"[^a-z0-9_.-]+", "-", name.lower())
+    ends = r"^[^a-z0-9]+|[^a-z0-9]+$"
+    return re.sub(ends, "", re.sub(ends, "", name)[:63])
+
+
+def own(objects: Iterable[Mapping[str, Any]], component: str, instance: str) -> List[Dict[str, Any]]:
+    """Copies of `objects` labelled as made by this collection for `component` of `instance`."""
     if not component:
         raise PublishError("a component name is required to label objects")
+    check_instance(instance)
     out = []
     for obj in objects or []:
         item = copy.deepcopy(dict(obj))
@@ -38,14 +76,18 @@ def own(objects: Iterable[Mapping[str, Any]], component: str) -> List[Dict[str, 
         labels = dict(meta.get("labels") or {})
         labels[MANAGED_BY_KEY] = MANAGED_BY
         labels[COMPONENT_KEY] = component
+        labels[INSTANCE_KEY] = instance
         meta["labels"] = labels
         out.append(item)
     return out
 
 
-def selector(component: str) -> List[str]:
-    """kubernetes.core label_selectors that find what `component` made."""
-    return [f"{MANAGED_BY_KEY}={MANAGED_BY}", f"{COMPONENT_KEY}={component}"]
+def selector(component: str, instance: str) -> List[str]:
+    """kubernetes.core label_selectors that find what `component` of `instance` made."""
+    if not component:
+        raise PublishError("a component name is required to select its objects")
+    check_instance(instance)
+    return [f"{MANAGED_BY_KEY}={MANAGED_BY}", f"{COMPONENT_KEY}={component}", f"{INSTANCE_KEY}={instance}"]
 
 
 def _key(obj: Mapping[str, Any]) -> Tuple[str, str, str, str]:
@@ -54,13 +96,21 @@ def _key(obj: Mapping[str, Any]) -> Tuple[str, str, str, str]:
     return (group, str(obj.get("kind") or ""), str(meta.get("namespace") or ""), str(meta.get("name") or ""))
 
 
-def stale(found: Iterable[Mapping[str, Any]], planned: Iterable[Mapping[str, Any]]) -> List[Dict[str, str]]:
+def stale(
+    found: Iterable[Mapping[str, Any]], planned: Iterable[Mapping[str, Any]], instance: str
+) -> List[Dict[str, str]]:
     """The objects in `found` (k8s_info resources) that `planned` does not have, sorted, as
-    ``{api_version, kind, namespace, name}``. Objects being deleted are left to finish."""
+    ``{api_version, kind, namespace, name}``. Objects being deleted are left to finish; an object
+    that does not carry this collection's labels for `instance` is never stale (the listing selects
+    on them; this holds even for a listing that did not)."""
+    check_instance(instance)
     keep = {_key(o) for o in planned or []}
     out = []
     for obj in found or []:
         meta = obj.get("metadata") or {}
+        labels = meta.get("labels") or {}
+        if labels.get(MANAGED_BY_KEY) != MANAGED_BY or labels.get(INSTANCE_KEY) != instance:
+            continue
         if meta.get("deletionTimestamp") or _key(obj) in keep:
             continue
         out.append(

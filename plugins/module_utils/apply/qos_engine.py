@@ -36,6 +36,17 @@ class QosError(Exception):
     """A tool failed, printed something unparseable, or a setting cannot be applied."""
 
 
+class PartialApply(QosError):
+    """Applying an interface failed after the run had changed something: ``result`` is the run's
+    result up to the failure (every interface handled before it, then the failing one with
+    ``failed``, ``error``, the ``actions`` it had applied and what it reads ``after``), with
+    ``changed`` true when any action was applied."""
+
+    def __init__(self, message: str, result: Dict[str, Any]) -> None:
+        super().__init__(message)
+        self.result = result
+
+
 ENGINE_ERRORS = (QosError, CommandError, ParseError, OSError)
 
 
@@ -282,11 +293,18 @@ def _dcb_commands(nd: str, changed: List[str], want: Dict[str, Any], raw: Dict[s
 
 
 def apply_changes(
-    iface: Dict[str, Any], backend: str, changed: List[str], want: Dict[str, Any], raw: Dict[str, Any], io: Host
+    iface: Dict[str, Any],
+    backend: str,
+    changed: List[str],
+    want: Dict[str, Any],
+    raw: Dict[str, Any],
+    io: Host,
+    done: Optional[List[str]] = None,
 ) -> List[str]:
-    """Make the host match ``want`` for the ``changed`` keys. Returns what was done."""
+    """Make the host match ``want`` for the ``changed`` keys. Returns what was done (``done``, when
+    given, is filled as it goes: after a failure it holds what was applied before it)."""
     nd = iface["netdev"]
-    done = []
+    done = [] if done is None else done
     if "mtu" in changed:
         # MTU first: the RoCE path MTU follows the netdev MTU.
         io.sysroot.write(_sysfs_paths(iface)["mtu"], f"{want['mtu']}\n")
@@ -346,12 +364,15 @@ def run_plan_interfaces(
         done = []  # type: List[str]
         after = before
         if changed and not check_mode:
-            done = apply_changes(iface, backend, changed, want, raw, io)
-            after, _raw, _w = read_state(iface, backend, io)
-            left = diff_keys(after, want)
-            if left:
-                still = "; ".join(f"{k}={after.get(k)!r} (want {want[k]!r})" for k in left)
-                raise QosError(f"{iface['netdev']}: after applying, still different: {still}")
+            try:
+                apply_changes(iface, backend, changed, want, raw, io, done)
+                after, _raw, _w = read_state(iface, backend, io)
+                left = diff_keys(after, want)
+                if left:
+                    still = "; ".join(f"{k}={after.get(k)!r} (want {want[k]!r})" for k in left)
+                    raise QosError(f"{iface['netdev']}: after applying, still different: {still}")
+            except ENGINE_ERRORS as exc:
+                raise _partial(exc, iface, backend, io, before, changed, done, results, warnings) from exc
         elif changed:
             after = dict(before)
             after.update({k: want[k] for k in changed})
@@ -370,6 +391,53 @@ def run_plan_interfaces(
             }
         )
     return {"backend": backend, "changed": changed_any, "interfaces": results, "warnings": warnings}
+
+
+def _partial(
+    exc: BaseException,
+    iface: Dict[str, Any],
+    backend: str,
+    io: Host,
+    before: Dict[str, Any],
+    changed: List[str],
+    done: List[str],
+    results: List[Dict[str, Any]],
+    warnings: List[str],
+) -> PartialApply:
+    """The run's result up to a failure while applying ``iface``, as a PartialApply."""
+    try:
+        after, _raw, _w = read_state(iface, backend, io)  # what the NIC holds now
+    except ENGINE_ERRORS:
+        after = {}
+    failing = {
+        "netdev": iface["netdev"],
+        "rdma_device": iface.get("rdma_device"),
+        "rail": iface.get("rail"),
+        "role": iface.get("role"),
+        "changed_keys": changed,
+        "actions": list(done),
+        "before": before,
+        "after": after,
+        "roce_active_mtu": roce_active_mtu(after.get("mtu") or 0),
+        "failed": True,
+        "error": str(exc),
+    }
+    interfaces = [*results, failing]
+    applied = any(i["actions"] for i in interfaces)
+    partly = [i["netdev"] for i in results if i["actions"]]
+    message = (
+        f"{iface['netdev']}: applying the QoS plan failed after {len(done)} of its step(s) "
+        f"({'; '.join(done) or 'none'}): {exc}. "
+        + (
+            f"Fully applied before it: {', '.join(partly)}. "
+            if partly
+            else "No other interface was changed before it. "
+        )
+        + "Interfaces after it were not touched."
+    )
+    return PartialApply(
+        message, {"backend": backend, "changed": applied, "interfaces": interfaces, "warnings": warnings}
+    )
 
 
 def drift_lines(result: Dict[str, Any]) -> List[str]:

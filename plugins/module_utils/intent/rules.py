@@ -355,6 +355,9 @@ DRIVER_VERSION_RE = re.compile(r"^[0-9]{3}\.[0-9]{1,3}(\.[0-9]{1,3})?$")
 
 
 def gpu_driver_rules(values: Mapping[str, Any], problems: Problems) -> None:
+    for key in ("gpu_driver_k8s_drain_timeout", "gpu_driver_k8s_drain_retry_delay"):
+        if values.get(key) is not None:
+            in_range(problems, key, values[key], 1, 86400)
     driver = values.get("gpufabric_gpu_driver")
     if not isinstance(driver, Mapping):
         return
@@ -526,15 +529,36 @@ def storage_csi_rules(values: Mapping[str, Any], problems: Problems) -> None:
     _storage_rules.storage_csi_rules(values, problems)
 
 
+def batch_size(problems: Problems, path: str, value: Any, of_what: str) -> None:
+    """A play's serial: a number of nodes (1 or more) or a percentage (1%-100%)."""
+    match = re.match(r"^\s*([0-9]+)\s*(%?)\s*$", str(value)) if not isinstance(value, bool) else None
+    if not match or int(match.group(1)) < 1 or (match.group(2) and int(match.group(1)) > 100):
+        problems.append(
+            f"{path}: {show(value)} is not a number of nodes (1 or more) or a percentage (1%-100%) of {of_what}"
+        )
+
+
+def batch_rules(values: Mapping[str, Any], problems: Problems) -> None:
+    """The host layer's batches (playbooks/hosts.yml serial) and its failure threshold."""
+    if "gpufabric_batch_size" in values:
+        batch_size(problems, "gpufabric_batch_size", values["gpufabric_batch_size"], "the GPU nodes in the run")
+    if values.get("gpufabric_max_fail_percentage") is not None:
+        in_range(problems, "gpufabric_max_fail_percentage", values["gpufabric_max_fail_percentage"], 0, 100)
+
+
+def instance_rules(values: Mapping[str, Any], problems: Problems) -> None:
+    """gpufabric_instance: the label value every owned object carries (pruning selects on it)."""
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import k8s_publish as _k8s_publish
+
+    try:
+        _k8s_publish.check_instance(values.get("gpufabric_instance"))
+    except _k8s_publish.PublishError as exc:
+        problems.append(f"{exc}; set gpufabric_instance in group_vars/all")
+
+
 def upgrade_rules(values: Mapping[str, Any], problems: Problems) -> None:
-    serial = values.get("gpufabric_upgrade_serial")
     if "gpufabric_upgrade_serial" in values:
-        match = re.match(r"^\s*([0-9]+)\s*(%?)\s*$", str(serial))
-        if not match or int(match.group(1)) < 1 or (match.group(2) and int(match.group(1)) > 100):
-            problems.append(
-                f"gpufabric_upgrade_serial: {show(serial)} is not a number of nodes (1 or more) or a percentage "
-                "(1%-100%) of the nodes to upgrade"
-            )
+        batch_size(problems, "gpufabric_upgrade_serial", values["gpufabric_upgrade_serial"], "the nodes to upgrade")
     for name, low, high in (
         ("gpufabric_upgrade_max_fail_percentage", 0, 100),
         ("gpufabric_upgrade_drain_timeout", 1, 86400),
@@ -553,6 +577,7 @@ def upgrade_rules(values: Mapping[str, Any], problems: Problems) -> None:
 NODE_RULES: Sequence[Rule] = (
     fabric_rules,
     node_scalar_rules,
+    batch_rules,
     storage_rules,
     roce_rules,
     gpudirect_rules,
@@ -562,7 +587,14 @@ NODE_RULES: Sequence[Rule] = (
     gpu_driver_rules,
     validate_rules,
 )
-CLUSTER_RULES: Sequence[Rule] = (rails_rules, k8s_rules, chart_rules, gpu_operator_rules, storage_csi_rules)
+CLUSTER_RULES: Sequence[Rule] = (
+    rails_rules,
+    k8s_rules,
+    chart_rules,
+    gpu_operator_rules,
+    storage_csi_rules,
+    instance_rules,
+)
 UPGRADE_RULES: Sequence[Rule] = (upgrade_rules,)
 
 

@@ -261,7 +261,11 @@ def plan(
     except ClusterPlanError as exc:
         raise PlanError([str(exc)]) from None
     # Every object carries its owner's labels: the roles prune by them (_k8s_publish).
-    network["objects"] = {part: _k8s_publish.own(objs, part) for part, objs in network["objects"].items()}
+    try:
+        instance = _k8s_publish.check_instance(values.get("gpufabric_instance"))
+    except _k8s_publish.PublishError as exc:
+        raise PlanError([str(exc)]) from None
+    network["objects"] = {part: _k8s_publish.own(objs, part, instance) for part, objs in network["objects"].items()}
     label_prefix = network["config"]["label_prefix"]
     gpu_operator = _plan_gpu_operator.plan(values, nodes, label_prefix, problems)
     storage = _plan_storage_csi.plan(values, nodes, label_prefix, problems)
@@ -272,14 +276,17 @@ def plan(
     if problems:
         raise PlanError(problems)
     if gpu_operator:
-        gpu_operator["nvidia_drivers"] = _k8s_publish.own(gpu_operator["nvidia_drivers"], "gpu_operator")
+        gpu_operator["nvidia_drivers"] = _k8s_publish.own(gpu_operator["nvidia_drivers"], "gpu_operator", instance)
     if storage:
-        storage["objects"] = {part: _k8s_publish.own(objs, "storage_csi") for part, objs in storage["objects"].items()}
+        storage["objects"] = {
+            part: _k8s_publish.own(objs, "storage_csi", instance) for part, objs in storage["objects"].items()
+        }
     result = {
         "schema_version": SCHEMA_VERSION,
         "fabric": fabric,
         "nccl_version": first["nccl_version"],
         "k8s_mode": values.get("gpufabric_k8s_mode"),
+        "instance": instance,
         "nodes": {
             host: {
                 "k8s_node_name": r["k8s_node_name"],

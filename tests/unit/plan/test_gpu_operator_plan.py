@@ -213,7 +213,7 @@ def test_mixed_gpu_generations_get_one_nvidia_driver_per_group(specs, tmp_path):
     for driver in drivers.values():
         assert validate(driver) == "crd"
         assert driver["spec"]["default"] is False and driver["metadata"]["labels"] == dict(
-            _plan_gpu_operator.MANAGED_BY, **{"gpufabric.io/component": "gpu_operator"}
+            _plan_gpu_operator.MANAGED_BY, **{"gpufabric.io/component": "gpu_operator", "gpufabric.io/instance": "lab"}
         )
     hopper, volta = drivers["driver-580-95-05-open-gds"]["spec"], drivers["driver-580-95-05-proprietary-rdma"]["spec"]
     assert (hopper["kernelModuleType"], hopper["gds"]["enabled"], hopper["rdma"]["enabled"]) == ("open", True, False)

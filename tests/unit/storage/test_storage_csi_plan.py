@@ -356,7 +356,7 @@ def test_every_object_is_owned_by_storage_csi_so_that_a_replan_prunes_what_left(
     # what the API server returns for the first plan's objects, and one object of someone else's
     found = [dict(o, metadata=dict(o["metadata"], uid=str(i))) for i, o in enumerate(objects(storage))]
     secret = "gpufabric-datasets-mount-options"
-    assert _k8s_publish.stale(found, objects(replanned)) == [
+    assert _k8s_publish.stale(found, objects(replanned), "lab") == [
         {"api_version": "v1", "kind": "PersistentVolume", "namespace": "", "name": "gpufabric-scratch"},
         {"api_version": "v1", "kind": "PersistentVolumeClaim", "namespace": "default", "name": "gpufabric-scratch"},
         {"api_version": "v1", "kind": "Secret", "namespace": "csi-driver-nfs", "name": secret},

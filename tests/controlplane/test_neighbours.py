@@ -1,0 +1,115 @@
+"""Two inventories publishing to one cluster (two GPU pools, two teams) never prune each other's
+objects: the k8s_publish apply path against the lab's control plane, the objects of each labelled
+by the plan with its gpufabric.io/instance (gpufabric_instance) and pruning selecting on it.
+
+Both publish the same component's ConfigMaps into one namespace (the riskiest case: same kind, same
+component, same namespace); one inventory then drops an object from its plan. Only that object is
+deleted; the other inventory's objects, and an object nobody labelled, stay; a rerun changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Dict, List
+
+import pytest
+from controlplane_support import REPO, wait_until
+
+from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import k8s_publish as _k8s_publish
+
+PLAY = """
+- name: Publish one inventory's objects
+  hosts: localhost
+  connection: local
+  gather_facts: false
+  vars_files: [vars.json]
+  tasks:
+    - name: Publish
+      ansible.builtin.include_role:
+        name: gpufabric.rollout.k8s_publish
+        tasks_from: apply
+"""
+NAMESPACE = "gpufabric-shared"
+KINDS = [{"api_group": "", "version": "v1", "resources": ["configmaps"], "namespace": NAMESPACE}]
+
+
+def configmaps(instance: str, names: List[str]) -> List[Dict[str, Any]]:
+    objects = [
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": n, "namespace": NAMESPACE}, "data": {"x": n}}
+        for n in names
+    ]
+    return _k8s_publish.own(objects, "nccl_config", instance)
+
+
+def publish(tmp: Path, kubeconfig: Path, instance: str, names: List[str]) -> Dict[str, Any]:
+    tmp.mkdir(parents=True)
+    variables = {
+        "gpufabric_kubeconfig": str(kubeconfig),
+        "gpufabric_plan": {"instance": instance},
+        "k8s_publish_component": "nccl_config",
+        "k8s_publish_objects": configmaps(instance, names),
+        "k8s_publish_prune_kinds": KINDS,
+        "ansible_python_interpreter": sys.executable,
+    }
+    (tmp / "vars.json").write_text(json.dumps(variables))
+    (tmp / "play.yml").write_text(PLAY)
+    (tmp / "ansible-tmp").mkdir()
+    env = dict(
+        os.environ,
+        ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
+        ANSIBLE_COLLECTIONS_PATH=str(REPO / ".collections"),
+        ANSIBLE_LOCAL_TEMP=str(tmp / "ansible-tmp"),
+        TMPDIR=str(tmp / "ansible-tmp"),
+        ANSIBLE_NOCOLOR="1",
+    )
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,", str(tmp / "play.yml")],
+        cwd=str(tmp),
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=600,
+    )
+    recap = re.search(r"^localhost\s+:\s+ok=\d+\s+changed=(\d+)", done.stdout, re.M)
+    return {
+        "rc": done.returncode,
+        "out": done.stdout[-6000:] + done.stderr[-2000:],
+        "changed": int(recap.group(1)) if recap else -1,
+    }
+
+
+def names(cluster) -> Dict[str, str]:
+    """{ConfigMap name: its instance label} in the shared namespace."""
+    items = json.loads(cluster.kubectl("get", "configmaps", "-n", NAMESPACE, "-o", "json").stdout)["items"]
+    return {
+        i["metadata"]["name"]: (i["metadata"].get("labels") or {}).get(_k8s_publish.INSTANCE_KEY, "")
+        for i in items
+        if i["metadata"]["name"] != "kube-root-ca.crt"
+    }
+
+
+@pytest.mark.slow
+def test_two_inventories_on_one_cluster_never_prune_each_others_objects(cluster, tmp_path):
+    cluster.kubectl("create", "namespace", NAMESPACE)
+    cluster.kubectl("create", "configmap", "hand-made", "-n", NAMESPACE, "--from-literal=x=1")
+    a = publish(tmp_path / "a1", cluster.admin, "pool-a", ["a-rail-0", "a-rail-1"])
+    assert a["rc"] == 0, a["out"]
+    b = publish(tmp_path / "b1", cluster.admin, "pool-b", ["b-rail-0", "b-rail-1"])
+    assert b["rc"] == 0, b["out"]
+    both = {"a-rail-0": "pool-a", "a-rail-1": "pool-a", "b-rail-0": "pool-b", "b-rail-1": "pool-b", "hand-made": ""}
+    assert names(cluster) == both, "pool-b's publish pruned pool-a's objects"
+
+    # pool-a drops a rail: exactly its object goes; pool-b's and the hand-made one stay.
+    smaller = publish(tmp_path / "a2", cluster.admin, "pool-a", ["a-rail-0"])
+    assert smaller["rc"] == 0 and smaller["changed"] > 0, smaller["out"]
+    want = {k: v for k, v in both.items() if k != "a-rail-1"}
+    wait_until(lambda: names(cluster) == want, "only pool-a's dropped object gone", timeout=60)
+    again = publish(tmp_path / "b2", cluster.admin, "pool-b", ["b-rail-0", "b-rail-1"])
+    assert again["rc"] == 0 and again["changed"] == 0, again["out"]
+    assert names(cluster) == want

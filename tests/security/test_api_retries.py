@@ -1,0 +1,186 @@
+"""API faults (plugins/module_utils/apply/k8s_retry.py): 429, 5xx, 409 and a lost connection are retried
+with backoff within a bounded total, then fail naming the object; anything else fails at once. The
+access check (plugins/modules/k8s_access.py) goes through it, and the roles' kubernetes.core tasks
+on the publish and drain paths retry the same answers (k8s_transient) a bounded number of times."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import jinja2
+import pytest
+import yaml
+
+from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import k8s_retry as _k8s_retry
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+class ApiError(Exception):
+    def __init__(self, status, text="", headers=None):
+        super().__init__(f"({status})\nReason: {text}")
+        self.status = status
+        self.headers = headers or {}
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+        self.sleeps = []
+
+    def sleep(self, seconds):
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+def flaky(answers):
+    """A call that raises the given errors in turn, then returns "ok"."""
+    answers = list(answers)
+
+    def call():
+        if answers:
+            raise answers.pop(0)
+        return "ok"
+
+    return call
+
+
+@pytest.mark.parametrize("status", [429, 500, 502, 503, 504, 409])
+def test_transient_answers_are_retried_with_backoff(status):
+    clock = Clock()
+    assert (
+        _k8s_retry.call(
+            flaky([ApiError(status)] * 3), "Node gpu-node-01", 60, sleep=clock.sleep, clock=lambda: clock.now
+        )
+        == "ok"
+    )
+    assert clock.sleeps == [0.5, 1.0, 2.0]
+
+
+def test_retry_after_is_honoured_and_a_lost_connection_is_retried():
+    clock = Clock()
+    errors = [ApiError(429, "Too Many Requests", {"Retry-After": "4"}), ConnectionError("Connection refused")]
+    assert _k8s_retry.call(flaky(errors), "x", 60, sleep=clock.sleep, clock=lambda: clock.now) == "ok"
+    assert clock.sleeps == [4.0, 1.0]
+
+
+@pytest.mark.parametrize("status", [400, 403, 404, 422])
+def test_other_answers_fail_at_once(status):
+    clock = Clock()
+    with pytest.raises(ApiError):
+        _k8s_retry.call(flaky([ApiError(status)]), "x", 60, sleep=clock.sleep, clock=lambda: clock.now)
+    assert clock.sleeps == []
+
+
+def test_the_total_is_bounded_and_the_failure_names_the_object():
+    clock = Clock()
+    with pytest.raises(_k8s_retry.RetryError) as failed:
+        _k8s_retry.call(
+            flaky([ApiError(503, "etcd leader changed")] * 100),
+            "NicClusterPolicy nic-cluster-policy",
+            30,
+            sleep=clock.sleep,
+            clock=lambda: clock.now,
+        )
+    assert clock.now <= 30
+    assert str(failed.value).startswith("NicClusterPolicy nic-cluster-policy: the API server kept refusing")
+    assert "HTTP 503" in str(failed.value) and "etcd leader changed" in str(failed.value)
+
+
+def test_the_access_check_retries_its_reviews():
+    from ansible_collections.gpufabric.rollout.plugins.modules import k8s_access
+
+    class Api:
+        def __init__(self):
+            self.calls = 0
+
+        def request(self, method, path, body=None, content_type=None):
+            self.calls += 1
+            if self.calls < 3:
+                raise ApiError(500, "Internal Server Error")
+            return {"status": {"allowed": True}}
+
+    class Client:
+        client = Api()
+
+    checks = [{"group": "", "resource": "nodes", "verb": "patch"}]
+    assert k8s_access.denied(Client(), checks) == []
+    assert Client.client.calls == 3
+
+
+@pytest.mark.parametrize(
+    "result, retry",
+    [
+        ({"failed": True, "status": 429, "msg": "Too Many Requests"}, True),
+        ({"failed": True, "status": 409, "msg": "Conflict"}, True),
+        ({"failed": True, "msg": "Failed to patch object: (503)\nReason: Service Unavailable"}, True),
+        ({"failed": True, "msg": "Max retries exceeded with url: /api/v1/nodes (Connection refused)"}, True),
+        ({"failed": True, "status": 422, "msg": "Unprocessable Entity"}, False),
+        ({"failed": True, "msg": "Failed to patch object: (403)\nReason: Forbidden"}, False),
+        ({"changed": False}, False),
+    ],
+)
+def test_a_failed_kubernetes_core_result_is_read_the_same_way(result, retry):
+    assert _k8s_retry.transient(result) is retry
+
+
+def api_tasks(path):
+    def walk(tasks):
+        for task in tasks or []:
+            if any(k in task for k in ("kubernetes.core.k8s", "kubernetes.core.k8s_info")):
+                yield task
+            for key in ("block", "rescue", "always"):
+                yield from walk(task.get(key))
+
+    return list(walk(yaml.safe_load(path.read_text())))
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "roles/k8s_publish/tasks/apply.yml",
+        "roles/node_maintenance/tasks/main.yml",
+        "roles/node_maintenance/tasks/hold.yml",
+        "roles/node_maintenance/tasks/uncordon.yml",
+        "roles/node_maintenance/tasks/resolve.yml",
+        "roles/gpu_operator/tasks/apply.yml:Label",
+        "roles/storage_csi/tasks/apply.yml:Label",
+    ],
+)
+def test_the_publish_and_drain_paths_retry_transient_answers_a_bounded_number_of_times(path):
+    path, _, prefix = path.partition(":")
+    unretried = []
+    for task in api_tasks(REPO / path):
+        if not task["name"].startswith(prefix):
+            continue
+        until = str(task.get("until") or "")
+        if "k8s_transient" not in until or not 0 < int(task.get("retries", 0)) * int(task.get("delay", 0)) <= 60:
+            unretried.append(task["name"])
+    assert unretried == [], f"{path}: kubernetes.core tasks without a bounded retry of transient answers"
+    assert api_tasks(REPO / path)
+
+
+@pytest.mark.parametrize("path", ["roles/gpu_operator/tasks/apply.yml", "roles/storage_csi/tasks/apply.yml"])
+def test_a_node_label_patch_of_a_missing_node_fails_naming_it(path):
+    """state: patched only warns when the Node does not exist; the task after it must fail on that warning."""
+    tasks = yaml.safe_load((REPO / path).read_text())
+    label = next(i for i, t in enumerate(tasks) if t["name"].startswith("Label the"))
+    check = tasks[label + 1]
+    assert check["ansible.builtin.assert"]["that"] == "__missing | length == 0"
+    register = tasks[label]["register"]
+    warning = (
+        "resource 'kind=Node,name=gpu-node-9' was not found but will not be created as 'state' parameter "
+        "has been set to 'patched'"
+    )
+    results = {
+        "results": [
+            {"item": {"key": "gpu-node-1"}, "changed": True},
+            {"item": {"key": "gpu-node-9"}, "warnings": [warning]},
+        ]
+    }
+    env = jinja2.Environment()
+    env.tests["search"] = lambda value, pattern: re.search(pattern, str(value)) is not None  # Ansible's, on text
+    missing = env.from_string(check["vars"]["__missing"]).render({register: results}).strip()
+    assert missing == "['gpu-node-9']"
+    assert "gpufabric_k8s_node_name" in check["ansible.builtin.assert"]["fail_msg"]
