@@ -277,6 +277,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils import (
+    _atomic_file,
     _gates,
     _gdsio,
     _gpuprobe,
@@ -382,18 +383,14 @@ def evaluate(params):
 
 
 def _write(module, path, content):
-    old = None
-    if os.path.exists(path):
-        with open(path, encoding="utf-8") as fh:
-            old = fh.read()
-    if old == content:
+    """Write a report file unless it holds ``content``: never through a symlink at ``path`` or at a
+    temporary name someone could guess (_atomic_file)."""
+    data = content.encode("utf-8")
+    if _atomic_file.read_bytes(path) == data:
         return False
     if not module.check_mode:
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        tmp = f"{path}.tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(content)
-        os.replace(tmp, path)
+        _atomic_file.write_atomic(path, data)
     return True
 
 
