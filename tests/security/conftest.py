@@ -1,6 +1,6 @@
 """The security suite: each test reproduces an attack (or the hole it goes through) and fails on the
 code before its fix. Same import setup as tests/unit (the checkout is the collection: .collections),
-plus tests/unit and tests/unit/storage for their helpers."""
+plus tests (role_runner), tests/unit and tests/unit/storage for their helpers."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[2]
 for _path in (
     REPO_ROOT / ".collections",
+    REPO_ROOT / "tests",
     REPO_ROOT / "tests" / "unit",
     REPO_ROOT / "tests" / "unit" / "storage",
     Path(__file__).resolve().parent,
