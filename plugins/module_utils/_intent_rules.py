@@ -336,6 +336,13 @@ def doca_rules(values: Mapping[str, Any], problems: Problems) -> None:
         problems.append(
             f"doca_ofed_version: {show(ver)} is not a DOCA release like 2.9.1 or an exact version like 2.9.1-0.1.4"
         )
+    # Without the signature check, apt trusts whatever the repository (or anyone between) serves, as root.
+    if values.get("doca_ofed_gpg_check") is False and values.get("doca_ofed_insecure_repo_acknowledged") is not True:
+        problems.append(
+            "doca_ofed_gpg_check: false makes the DOCA repository trusted without a signature ([trusted=yes], "
+            "gpgcheck=0); set doca_ofed_insecure_repo_acknowledged: true to accept that, or keep "
+            "doca_ofed_gpg_check: true (allowed with false: only doca_ofed_insecure_repo_acknowledged: true)"
+        )
     if values.get("doca_ofed_k8s_drain") == "always" and not values.get("gpufabric_kubeconfig"):
         problems.append("doca_ofed_k8s_drain: 'always' needs gpufabric_kubeconfig (the cluster to drain the node in)")
     for key in ("doca_ofed_reboot_timeout", "doca_ofed_k8s_drain_timeout", "doca_ofed_k8s_drain_retry_delay"):
