@@ -265,9 +265,14 @@ def per_task_costs(transports: list) -> dict:
 
 
 def transport_env(transport: str) -> dict:
-    """ANSIBLE_STRATEGY(_PLUGINS) as lab/common.sh sets them for a transport."""
+    """ANSIBLE_STRATEGY(_PLUGINS) and ANSIBLE_HOST_KEY_CHECKING as lab/common.sh sets them for a transport."""
     out = subprocess.run(
-        ["bash", "-c", 'source lab/common.sh && lab_connection_env && env | grep -E "^ANSIBLE_STRATEGY" || true'],
+        [
+            "bash",
+            "-c",
+            "source lab/common.sh && lab_connection_env && "
+            'env | grep -E "^ANSIBLE_(STRATEGY|HOST_KEY_CHECKING)" || true',
+        ],
         cwd=REPO,
         env=dict(os.environ, GPUFABRIC_LAB_CONNECTION=transport),
         capture_output=True,

@@ -34,6 +34,11 @@ def storage_csi_images(objects, driver):
     return _plan_storage_csi.rewrite_images(kept, driver.get("images") or {}, driver.get("registry") or "")
 
 
+def storage_csi_kustomization(helm_drivers, files):
+    """The kustomization of the render directory as data (to_nice_yaml writes it)."""
+    return _plan_storage_csi.kustomization(list(helm_drivers or []), list(files or []))
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -42,4 +47,5 @@ class FilterModule:
             "storage_gpfs_unmounted": storage_gpfs_unmounted,
             "storage_gpfs_changes": storage_gpfs_changes,
             "storage_csi_images": storage_csi_images,
+            "storage_csi_kustomization": storage_csi_kustomization,
         }

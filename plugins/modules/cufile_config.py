@@ -109,6 +109,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import cufile as _cufile
+from ansible_collections.gpufabric.rollout.plugins.module_utils.shared import atomic_file as _atomic_file
 from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.parse import ParseError
 
 _FS_SPEC = {name: {"type": "dict"} for name in _cufile.FILESYSTEMS}
@@ -165,11 +166,16 @@ def run(module: AnsibleModule) -> dict:
     if changed and not module.check_mode:
         if raw is not None and params["backup"]:
             result["backup_file"] = module.backup_local(path)
-        directory = os.path.dirname(path) or "."
-        tmp = os.path.join(directory, f".{os.path.basename(path)}.gpufabric.tmp")
-        with open(tmp, "wb") as handle:
-            handle.write(to_bytes(after))
-        module.atomic_move(tmp, path)
+        # A mkstemp name beside the file (never one planted at a name that could be guessed), then
+        # atomic_move, which keeps the existing file's owner, mode and SELinux context.
+        fd, tmp = _atomic_file.temporary_beside(path)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(to_bytes(after))
+            module.atomic_move(tmp, path)
+        finally:
+            if os.path.lexists(tmp):
+                os.unlink(tmp)
     return result
 
 

@@ -98,6 +98,8 @@ import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
+from ansible_collections.gpufabric.rollout.plugins.module_utils.shared import atomic_file as _atomic_file
+
 try:
     import yaml
 except ImportError:  # pragma: no cover - kubernetes.core needs PyYAML on the same host
@@ -131,10 +133,12 @@ def wanted(objects, files):
 
 
 def read_text(path):
+    """The file's text; None when there is none, it is not UTF-8, or it is a symlink (not followed: it is
+    replaced by the rendered file)."""
+    raw = _atomic_file.read_bytes(path)
     try:
-        with open(path, encoding="utf-8") as handle:
-            return handle.read()
-    except (FileNotFoundError, UnicodeDecodeError):
+        return None if raw is None else raw.decode("utf-8")
+    except UnicodeDecodeError:
         return None
 
 
@@ -145,10 +149,11 @@ def changes(path, want, mode, prune):
     written, before = [], {}
     for name, text in want.items():
         target = os.path.join(path, name)
-        if os.path.lexists(target) and not os.path.isfile(target):
+        # a symlink (to anything) is replaced by the rendered file, never written through
+        if os.path.lexists(target) and not os.path.islink(target) and not os.path.isfile(target):
             raise RenderError(f"render_files: {target} exists and is not a file; move it away, or render elsewhere")
         old = read_text(target)
-        if old != text or (os.stat(target).st_mode & 0o7777) != mode:
+        if old != text or (os.lstat(target).st_mode & 0o7777) != mode:
             written.append(name)
             before[name] = old or ""
     removed = []
@@ -162,13 +167,8 @@ def changes(path, want, mode, prune):
 
 
 def write(path, name, text, mode):
-    """Write one file atomically (a temporary file in the same directory, then a rename)."""
-    target = os.path.join(path, name)
-    temporary = os.path.join(path, f".{name}.{os.getpid()}.tmp")
-    with open(temporary, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.chmod(temporary, mode)
-    os.replace(temporary, target)
+    """Write one file atomically: a mkstemp file in the same directory, then a rename (_atomic_file)."""
+    _atomic_file.write_atomic(os.path.join(path, name), text.encode("utf-8"), mode)
 
 
 def main():

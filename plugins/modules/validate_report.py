@@ -283,6 +283,7 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import p
 from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import gates as _gates
 from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import report as _validate_report
 from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import reuse as _validate_reuse
+from ansible_collections.gpufabric.rollout.plugins.module_utils.shared import atomic_file as _atomic_file
 
 # matplotlib is imported by the plots themselves (Agg backend); here only its presence is checked.
 HAS_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
@@ -380,18 +381,14 @@ def evaluate(params):
 
 
 def _write(module, path, content):
-    old = None
-    if os.path.exists(path):
-        with open(path, encoding="utf-8") as fh:
-            old = fh.read()
-    if old == content:
+    """Write a report file unless it holds ``content``: never through a symlink at ``path`` or at a
+    temporary name someone could guess (_atomic_file)."""
+    data = content.encode("utf-8")
+    if _atomic_file.read_bytes(path) == data:
         return False
     if not module.check_mode:
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        tmp = f"{path}.tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(content)
-        os.replace(tmp, path)
+        _atomic_file.write_atomic(path, data)
     return True
 
 

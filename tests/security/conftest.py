@@ -1,5 +1,6 @@
-"""The security tests import the collection as the unit tests do (tests/unit/conftest.py: the
-checkout's .collections on sys.path) and share tests/role_runner.py."""
+"""The security suite: each test reproduces an attack (or the hole it goes through) and fails on the
+code before its fix. Same import setup as tests/unit (the checkout is the collection: .collections),
+plus tests (role_runner), tests/unit and tests/unit/storage for their helpers."""
 
 from __future__ import annotations
 
@@ -7,6 +8,12 @@ import sys
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-for _path in (REPO_ROOT / ".collections", REPO_ROOT / "tests"):
+for _path in (
+    REPO_ROOT / ".collections",
+    REPO_ROOT / "tests",
+    REPO_ROOT / "tests" / "unit",
+    REPO_ROOT / "tests" / "unit" / "storage",
+    Path(__file__).resolve().parent,
+):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))

@@ -149,10 +149,14 @@ def test_a_directory_with_a_planned_file_name_is_refused_before_any_write(tmp_pa
     assert sorted(os.listdir(tmp_path)) == ["rail0-pool.yaml"], "nothing written"
 
 
-def test_a_directory_it_cannot_write_fails_with_the_reason(tmp_path, capsys):
+def test_a_directory_it_cannot_write_fails_with_the_reason(tmp_path, capsys, monkeypatch):
     if os.geteuid() == 0:
-        # root writes through directory modes; a file in the place of a temporary file stops it instead
-        (tmp_path / f".rail0-nad.yaml.{os.getpid()}.tmp").mkdir()
+        # root writes through directory modes (and the temporary names are mkstemp's, nothing can be put in
+        # their place): the temporary file's creation fails as in a directory root cannot write
+        def refused(path):
+            raise PermissionError(13, "Permission denied", os.path.dirname(path))
+
+        monkeypatch.setattr(render_files._atomic_file, "temporary_beside", refused)
     else:
         tmp_path.chmod(0o555)
 

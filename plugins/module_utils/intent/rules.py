@@ -30,6 +30,11 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers.qos impo
 ECT0 = 0b10  # the ECN field of a RoCE packet marked ECN-capable (RFC 3168 ECT(0))
 CNI_VERSIONS = ("0.3.1", "0.4.0", "1.0.0")
 VERSION_RE = re.compile(r"^\d{1,4}\.\d{1,4}(\.\d{1,6})?$")
+# A Helm chart version: SemVer 2.0.0 (semver.org: MAJOR.MINOR.PATCH, then -pre-release and +build of
+# [0-9A-Za-z-] dot-separated identifiers), with the "v" prefix Helm accepts. Checked with fullmatch,
+# like every format here: re.match with "$" would still let a trailing newline (and what follows it
+# in a rendered file) through.
+CHART_VERSION_RE = re.compile(r"v?([0-9]+)\.([0-9]+)\.([0-9]+)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?")
 DNS_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 DNS_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
@@ -53,7 +58,7 @@ def in_range(problems: Problems, path: str, value: Any, low: int, high: int) -> 
 
 
 def dns_label(problems: Problems, path: str, value: Any) -> bool:
-    if isinstance(value, str) and DNS_LABEL_RE.match(value):
+    if isinstance(value, str) and DNS_LABEL_RE.fullmatch(value):
         return True
     problems.append(
         f"{path}: {show(value)} is not a DNS label (lower-case letters, digits and '-', starting and "
@@ -63,7 +68,7 @@ def dns_label(problems: Problems, path: str, value: Any) -> bool:
 
 
 def dns_subdomain(problems: Problems, path: str, value: Any) -> bool:
-    if isinstance(value, str) and len(value) <= 253 and DNS_SUBDOMAIN_RE.match(value):
+    if isinstance(value, str) and len(value) <= 253 and DNS_SUBDOMAIN_RE.fullmatch(value):
         return True
     problems.append(
         f"{path}: {show(value)} is not a DNS subdomain (dot-separated DNS labels, lower case, at most 253 characters)"
@@ -94,7 +99,7 @@ def any_network(problems: Problems, path: str, value: Any):
 
 def version(problems: Problems, path: str, value: Any) -> Optional[Tuple[int, ...]]:
     text = str(value) if value is not None else ""
-    if not VERSION_RE.match(text):
+    if not VERSION_RE.fullmatch(text):
         problems.append(f"{path}: {show(value)} is not a version like 2.27.3 (MAJOR.MINOR or MAJOR.MINOR.PATCH)")
         return None
     return tuple(int(p) for p in text.split("."))
@@ -181,7 +186,7 @@ def rails_rules(values: Mapping[str, Any], problems: Problems) -> None:
     for key in ("label_prefix", "resource_prefix", "sriov_resource_prefix"):
         dns_subdomain(problems, p + key, rails.get(key))
     prefix = rails.get("name_prefix")
-    if not (isinstance(prefix, str) and re.match(r"^[a-z]([-a-z0-9]{0,50})$", prefix)):
+    if not (isinstance(prefix, str) and re.fullmatch(r"^[a-z]([-a-z0-9]{0,50})$", prefix)):
         problems.append(
             f"{p}name_prefix: {show(prefix)} must start a DNS label: a lower-case letter, then up to 50 lower-case "
             "letters, digits or '-'"
@@ -313,23 +318,30 @@ def _ets_rules(ets: Mapping[str, Any], problems: Problems) -> None:
 
 def gpudirect_rules(values: Mapping[str, Any], problems: Problems) -> None:
     memlock = values.get("gpudirect_rdma_memlock")
-    if "gpudirect_rdma_memlock" in values and not re.match(r"^(|unlimited|[0-9]{1,12})$", str(memlock)):
+    if "gpudirect_rdma_memlock" in values and not re.fullmatch(r"^(|unlimited|[0-9]{1,12})$", str(memlock)):
         problems.append(
             f"gpudirect_rdma_memlock: {show(memlock)} is not allowed; allowed: unlimited, a size in KiB, or ''"
         )
     cuda = values.get("gpudirect_storage_cuda_version")
-    if "gpudirect_storage_cuda_version" in values and not re.match(r"^[0-9]{1,3}\.[0-9]{1,3}$", str(cuda)):
+    if "gpudirect_storage_cuda_version" in values and not re.fullmatch(r"^[0-9]{1,3}\.[0-9]{1,3}$", str(cuda)):
         problems.append(f"gpudirect_storage_cuda_version: {show(cuda)} is not a CUDA release like 13.0")
     cuda = values.get("gpudirect_rdma_cuda_version")
-    if cuda and not re.match(r"^[0-9]{1,3}\.[0-9]{1,3}$", str(cuda)):
+    if cuda and not re.fullmatch(r"^[0-9]{1,3}\.[0-9]{1,3}$", str(cuda)):
         problems.append(f"gpudirect_rdma_cuda_version: {show(cuda)} is not a CUDA release like 13.0 (or '' to detect)")
 
 
 def doca_rules(values: Mapping[str, Any], problems: Problems) -> None:
     ver = values.get("doca_ofed_version")
-    if "doca_ofed_version" in values and not re.match(r"^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.+~]+)?$", str(ver)):
+    if "doca_ofed_version" in values and not re.fullmatch(r"^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.+~]+)?$", str(ver)):
         problems.append(
             f"doca_ofed_version: {show(ver)} is not a DOCA release like 2.9.1 or an exact version like 2.9.1-0.1.4"
+        )
+    # Without the signature check, apt trusts whatever the repository (or anyone between) serves, as root.
+    if values.get("doca_ofed_gpg_check") is False and values.get("doca_ofed_insecure_repo_acknowledged") is not True:
+        problems.append(
+            "doca_ofed_gpg_check: false makes the DOCA repository trusted without a signature ([trusted=yes], "
+            "gpgcheck=0); set doca_ofed_insecure_repo_acknowledged: true to accept that, or keep "
+            "doca_ofed_gpg_check: true (allowed with false: only doca_ofed_insecure_repo_acknowledged: true)"
         )
     if values.get("doca_ofed_k8s_drain") == "always" and not values.get("gpufabric_kubeconfig"):
         problems.append("doca_ofed_k8s_drain: 'always' needs gpufabric_kubeconfig (the cluster to drain the node in)")
@@ -345,7 +357,7 @@ def nccl_config_rules(values: Mapping[str, Any], problems: Problems) -> None:
     if gid is not None:
         in_range(problems, "nccl_config_ib_gid_index", gid, -1, 255)
     for key in values.get("nccl_config_extra") or {}:
-        if not re.match(r"^NCCL_[A-Z0-9_]+$", str(key)):
+        if not re.fullmatch(r"^NCCL_[A-Z0-9_]+$", str(key)):
             problems.append(
                 f"nccl_config_extra: {show(key)} is not an NCCL variable name (NCCL_ followed by A-Z, 0-9, _)"
             )
@@ -363,7 +375,7 @@ def gpu_driver_rules(values: Mapping[str, Any], problems: Problems) -> None:
         return
     p = "gpufabric_gpu_driver."
     version_text = driver.get("version") or ""
-    if version_text and not DRIVER_VERSION_RE.match(str(version_text)):
+    if version_text and not DRIVER_VERSION_RE.fullmatch(str(version_text)):
         problems.append(f"{p}version: {show(version_text)} is not an NVIDIA driver version like 580.95.05")
     if driver.get("managed_by") == "operator" and not version_text:
         problems.append(
@@ -371,7 +383,7 @@ def gpu_driver_rules(values: Mapping[str, Any], problems: Problems) -> None:
             "deploys, e.g. 580.95.05)"
         )
     for index, name in enumerate(driver.get("packages") or []):
-        if not re.match(r"^[a-z0-9][a-z0-9+.-]+$", str(name)):
+        if not re.fullmatch(r"^[a-z0-9][a-z0-9+.-]+$", str(name)):
             problems.append(f"{p}packages[{index}]: {show(name)} is not a package name")
     if driver.get("packages") and not version_text:
         problems.append(
@@ -395,7 +407,7 @@ def chart_rules(values: Mapping[str, Any], problems: Problems) -> None:
     for role in ("network_operator", "gpu_operator"):
         ver = values.get(f"{role}_chart_version")
         path = values.get(f"{role}_chart_path")
-        if f"{role}_chart_version" in values and not re.match(r"^v?[0-9]+\.[0-9]+\.[0-9]+", str(ver)):
+        if f"{role}_chart_version" in values and not CHART_VERSION_RE.fullmatch(str(ver)):
             problems.append(f"{role}_chart_version: {show(ver)} must be a pinned chart version such as 25.10.0")
         if (
             f"{role}_chart_path" in values
@@ -423,20 +435,20 @@ def gpu_operator_rules(values: Mapping[str, Any], problems: Problems) -> None:
     if "gpu_operator_chart_version" not in values:
         return
     chart = str(values.get("gpu_operator_chart_version") or "")
-    match = re.match(r"^v?([0-9]+)\.([0-9]+)\.([0-9]+)", chart)
-    if match and tuple(int(x) for x in match.groups()) < GPU_OPERATOR_MIN_CHART:
+    match = CHART_VERSION_RE.fullmatch(chart)
+    if match and tuple(int(x) for x in match.groups()[:3]) < GPU_OPERATOR_MIN_CHART:
         problems.append(
             f"gpu_operator_chart_version: {show(chart)} is older than v24.9.0, the oldest chart whose values "
             "this role writes"
         )
     registry = values.get("gpu_operator_image_registry") or ""
-    if registry and not REGISTRY_RE.match(str(registry)):
+    if registry and not REGISTRY_RE.fullmatch(str(registry)):
         problems.append(
             f"gpu_operator_image_registry: {show(registry)} is not a registry host[:port][/path] without a scheme "
             "or a trailing slash, like registry.example.com:5000/mirror"
         )
     gds = values.get("gpu_operator_gds_version")
-    if "gpu_operator_gds_version" in values and not re.match(r"^v?[0-9]+\.[0-9]+(\.[0-9]+)?$", str(gds)):
+    if "gpu_operator_gds_version" in values and not re.fullmatch(r"^v?[0-9]+\.[0-9]+(\.[0-9]+)?$", str(gds)):
         problems.append(f"gpu_operator_gds_version: {show(gds)} is not an nvidia-fs image tag like 2.29.4")
     for index, name in enumerate(values.get("gpu_operator_image_pull_secrets") or []):
         dns_subdomain(problems, f"gpu_operator_image_pull_secrets[{index}]", name)
@@ -458,7 +470,7 @@ MAX_RAILS = 64
 
 def size_bytes(problems: Problems, path: str, value: Any) -> Optional[int]:
     """A size like 1M or 8G (K, M, G: powers of 1024, as nccl-tests and gdsio read them)."""
-    match = SIZE_RE.match(str(value)) if value is not None else None
+    match = SIZE_RE.fullmatch(str(value)) if value is not None else None
     if not match or int(match.group(1)) == 0:
         problems.append(
             f"{path}: {show(value)} is not a size like 512K, 1M or 8G (a positive number, optional K, M, G)"
@@ -531,7 +543,7 @@ def storage_csi_rules(values: Mapping[str, Any], problems: Problems) -> None:
 
 def batch_size(problems: Problems, path: str, value: Any, of_what: str) -> None:
     """A play's serial: a number of nodes (1 or more) or a percentage (1%-100%)."""
-    match = re.match(r"^\s*([0-9]+)\s*(%?)\s*$", str(value)) if not isinstance(value, bool) else None
+    match = re.fullmatch(r"\s*([0-9]+)\s*(%?)\s*", str(value)) if not isinstance(value, bool) else None
     if not match or int(match.group(1)) < 1 or (match.group(2) and int(match.group(1)) > 100):
         problems.append(
             f"{path}: {show(value)} is not a number of nodes (1 or more) or a percentage (1%-100%) of {of_what}"

@@ -17,6 +17,7 @@ from typing import Any, Dict, List, Mapping, Optional
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.check import show
 from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.rules import (
+    CHART_VERSION_RE,
     DNS_LABEL_RE,
     dns_label,
     dns_subdomain,
@@ -56,7 +57,7 @@ def _ipv4(value: Any) -> bool:
 
 
 def _host(value: Any) -> bool:
-    return _ipv4(value) or (isinstance(value, str) and len(value) <= 253 and bool(HOSTNAME_RE.match(value)))
+    return _ipv4(value) or (isinstance(value, str) and len(value) <= 253 and bool(HOSTNAME_RE.fullmatch(value)))
 
 
 def storage_pods(fs: Mapping[str, Any]) -> Optional[str]:
@@ -77,7 +78,7 @@ def storage_rules(values: Mapping[str, Any], problems: Problems) -> None:
             continue
         p = f"gpufabric_storage[{index}]"
         name = fs.get("name")
-        if isinstance(name, str) and (len(name) > 40 or not DNS_LABEL_RE.match(name)):
+        if isinstance(name, str) and (len(name) > 40 or not DNS_LABEL_RE.fullmatch(name)):
             problems.append(
                 f"{p}.name: {show(name)} is not a DNS label of at most 40 characters (lower-case letters, digits, '-')"
             )
@@ -125,16 +126,16 @@ def _storage_fs_rules(fs: Mapping[str, Any], p: str, label: str, values: Mapping
         problems.append(f"{p}.export: is required: {what} of {label}")
     elif backend == "nfs" and not str(export).startswith("/"):
         problems.append(f"{p}.export: {show(export)} is not an absolute export path ({label})")
-    elif backend == "lustre" and not re.match(r"^[A-Za-z0-9_-]{1,8}$", str(export)):
+    elif backend == "lustre" and not re.fullmatch(r"^[A-Za-z0-9_-]{1,8}$", str(export)):
         problems.append(
             f"{p}.export: {show(export)} is not a Lustre filesystem name (1-8 letters, digits, '_' or '-') ({label})"
         )
-    elif backend == "nvmeof" and not (NQN_RE.match(str(export)) and len(str(export)) <= 223):
+    elif backend == "nvmeof" and not (NQN_RE.fullmatch(str(export)) and len(str(export)) <= 223):
         problems.append(
             f"{p}.export: {show(export)} is not an NVMe qualified name (nqn.YYYY-MM.reverse-domain:..., at most "
             f"223 bytes) ({label})"
         )
-    elif backend in ("weka", "gpfs") and not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$", str(export)):
+    elif backend in ("weka", "gpfs") and not re.fullmatch(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$", str(export)):
         problems.append(f"{p}.export: {show(export)} is not a filesystem name (letters, digits, '_', '.', '-')")
     # --- transport, port and the backend's own settings
     if fs.get("port") is not None:
@@ -147,7 +148,7 @@ def _storage_fs_rules(fs: Mapping[str, Any], p: str, label: str, values: Mapping
     lnet = (fs.get("lustre") or {}).get("lnet_network")
     if backend == "lustre" and lnet is not None:
         kind = "o2ib" if transport == "rdma" else "tcp"
-        if not re.match(rf"^{kind}[0-9]{{0,4}}$", str(lnet)):
+        if not re.fullmatch(rf"^{kind}[0-9]{{0,4}}$", str(lnet)):
             problems.append(
                 f"{p}.lustre.lnet_network: {show(lnet)} is not an LNet {kind} network (like {kind} or {kind}1) for "
                 f"transport {transport} ({label})"
@@ -207,7 +208,7 @@ def _storage_fs_rules(fs: Mapping[str, Any], p: str, label: str, values: Mapping
             "filesystem's UID from the Scale cluster; use storageclass or host"
         )
     if backend == "gpfs" and pods in ("storageclass", "static_pv"):
-        if not re.match(r"^[0-9]{1,20}$", str((fs.get("gpfs") or {}).get("cluster_id") or "")):
+        if not re.fullmatch(r"^[0-9]{1,20}$", str((fs.get("gpfs") or {}).get("cluster_id") or "")):
             problems.append(
                 f"{p}.gpfs.cluster_id: {show((fs.get('gpfs') or {}).get('cluster_id'))} is not a Scale cluster ID "
                 f"(digits, from mmlscluster); the CSI driver needs it for pods {pods} ({label})"
@@ -222,7 +223,7 @@ def _storage_fs_rules(fs: Mapping[str, Any], p: str, label: str, values: Mapping
             dns_label(problems, f"{p}.k8s.{key}", k8s[key])
     if k8s.get("secret") is not None:
         dns_subdomain(problems, f"{p}.k8s.secret", k8s["secret"])
-    if k8s.get("capacity") is not None and not QUANTITY_RE.match(str(k8s["capacity"])):
+    if k8s.get("capacity") is not None and not QUANTITY_RE.fullmatch(str(k8s["capacity"])):
         problems.append(f"{p}.k8s.capacity: {show(k8s['capacity'])} is not a Kubernetes quantity like 10Ti ({label})")
 
 
@@ -233,7 +234,7 @@ def storage_csi_rules(values: Mapping[str, Any], problems: Problems) -> None:
         for name, config in sorted(drivers.items()):
             if not isinstance(config, Mapping) or "chart_version" not in config:
                 continue
-            if not re.match(r"^v?[0-9]+\.[0-9]+\.[0-9]+", str(config.get("chart_version") or "")):
+            if not CHART_VERSION_RE.fullmatch(str(config.get("chart_version") or "")):
                 problems.append(
                     f"storage_csi_drivers.{name}.chart_version: {show(config.get('chart_version'))} must be a pinned "
                     "chart version such as 4.13.4"

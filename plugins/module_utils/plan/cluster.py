@@ -322,6 +322,8 @@ def node_summary(node_plan: Mapping[str, Any], topology: Mapping[str, Any]) -> s
         parts.append(
             "DOCA-OFED {} {}".format(doca["profile"]["profile"], doca.get("selected") or "(version from repository)")
         )
+        if doca.get("unsigned"):
+            parts.append("DOCA repository UNSIGNED (doca_ofed_gpg_check false, acknowledged)")
     rdma = node_plan.get("gpudirect_rdma") or {}
     parts.append(f"GPUDirect RDMA {rdma.get('method')}")
     gds = node_plan.get("gpudirect_storage")

@@ -349,6 +349,8 @@ def doca_section(
             f"{(doca or {}).get('installed_release') or '(unknown version)'}; uninstall it first or set it to true"
         )
     section: Dict[str, Any] = {"repo_url": repo, "profile": profile}
+    if values.get("doca_ofed_gpg_check") is False:
+        section["unsigned"] = True  # acknowledged (doca_ofed_insecure_repo_acknowledged); the summary says so
     if index is None:
         return section
     packages = index.get("packages") or {}

@@ -19,11 +19,14 @@ Pure Python (>= 3.8), no Ansible imports.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.storage import storage_pods
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca as _doca
 from ansible_collections.gpufabric.rollout.plugins.module_utils.shared import storage_backends as B
+
+SHA256_RE = re.compile(r"[0-9a-fA-F]{64}")
 
 
 # --------------------------------------------------------------------------------------------- NICs
@@ -343,6 +346,15 @@ def _client_sources(values: Mapping[str, Any], backends: List[str], problems: Li
             problems.append(
                 f"{var}: is empty, and a {backend} filesystem is planned; give {what}, or set "
                 "storage_client_install: false when the client is already installed"
+            )
+    # The installer runs as root: it is verified against the digest the user pinned before it runs.
+    if "weka" in backends and values.get("storage_client_weka_installer_url"):
+        digest = values.get("storage_client_weka_installer_sha256")
+        if not (isinstance(digest, str) and SHA256_RE.fullmatch(digest)):
+            problems.append(
+                f"storage_client_weka_installer_sha256: {digest!r} is not a SHA-256 digest; it is required with "
+                "storage_client_weka_installer_url (the installer runs as root, verified first); allowed: 64 "
+                "hexadecimal digits, e.g. the output of sha256sum on the installer the backend serves"
             )
 
 

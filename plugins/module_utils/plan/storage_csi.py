@@ -33,6 +33,7 @@ Pure Python (>= 3.8), no Ansible imports.
 from __future__ import annotations
 
 import json
+import posixpath
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan.gpu_operator import MANAGED_BY
@@ -361,6 +362,36 @@ def _scale_cr(fss: List[Mapping[str, Any]], config: Mapping[str, Any], registry:
         "metadata": _meta(config["release_name"], config["namespace"]),
         "spec": _merge(spec, config.get("values") or {}),
     }
+
+
+def kustomization(helm_drivers: List[Mapping[str, Any]], files: List[Mapping[str, Any]]) -> Dict[str, Any]:
+    """The render directory's kustomization.yaml as data, for a YAML emitter to write (never text built by
+    interpolation, where a value with a newline would add keys of its own).
+
+    ``helm_drivers``: the plan's drivers installed with Helm, as ``dict2items`` gives them (key: the backend,
+    value: the driver's plan); ``files``: the rendered object files (``file``), the kustomization's resources.
+    kustomize's helmCharts fields (kubectl-docs, "helmCharts", kustomize v5): name, repo, version, chartHome,
+    releaseName, namespace, includeCRDs, valuesFile."""
+    doc: Dict[str, Any] = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization"}
+    charts = []
+    for driver in helm_drivers or []:
+        value = driver["value"]
+        path = value.get("chart_path")
+        chart: Dict[str, Any] = {"name": posixpath.basename(path) if path else value.get("chart_name")}
+        if path:
+            chart["chartHome"] = posixpath.dirname(path)
+        else:
+            chart["repo"] = value.get("chart_repo_url")
+            chart["version"] = str(value.get("chart_version"))
+        chart["releaseName"] = value.get("release_name")
+        chart["namespace"] = value.get("namespace")
+        chart["includeCRDs"] = True
+        chart["valuesFile"] = f"values-{driver['key']}.yaml"
+        charts.append(chart)
+    if charts:
+        doc["helmCharts"] = charts
+    doc["resources"] = [f["file"] for f in files or []]
+    return doc
 
 
 def plan(
