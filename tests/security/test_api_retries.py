@@ -149,7 +149,7 @@ def api_tasks(path):
     ],
 )
 def test_the_publish_and_drain_paths_retry_transient_answers_a_bounded_number_of_times(path):
-    path, _, prefix = path.partition(":")
+    path, _sep, prefix = path.partition(":")
     unretried = []
     for task in api_tasks(REPO / path):
         if not task["name"].startswith(prefix):

@@ -18,7 +18,9 @@ NAMES = ["gpu-node-01", "gpu-node-01", "gpu-node-01", "gpu-node-01.dc1.example.c
 FOUND_NONE = {"resources": []}
 
 
-def target(by_name, by_label=FOUND_NONE, kubelet=True, mode="auto", required=True, names=NAMES):
+def target(by_name, by_label=None, kubelet=True, mode="auto", required=True, names=None):
+    by_label = FOUND_NONE if by_label is None else by_label
+    names = NAMES if names is None else names
     return _drain.target("gpu-node-01", mode, required, names, by_name, by_label, kubelet, "gpu_driver_k8s_node_name")
 
 

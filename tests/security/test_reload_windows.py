@@ -63,7 +63,7 @@ def test_upgrade_drains_once_and_tells_the_roles(role, variable):
     calls = [
         t
         for p in plays
-        for t, _ in chains(p.get("tasks"))
+        for t, _parent in chains(p.get("tasks"))
         if (t.get("ansible.builtin.include_role") or {}).get("name") == f"gpufabric.rollout.{role}"
     ]
     assert calls and all(t["vars"].get(variable) == "never" for t in calls)

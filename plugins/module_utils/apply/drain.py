@@ -163,7 +163,7 @@ def target(
         return out
     must = mode == "always" or bool(kubelet)
     why = f"{variable.replace('_node_name', '_drain')} is always" if mode == "always" else "it runs a kubelet"
-    wanted = [n for n in dict.fromkeys(str(n) for n in names if n)]
+    wanted = list(dict.fromkeys(str(n) for n in names if n))
     problem = ""
     found: List[Mapping[str, Any]] = []
     if by_name.get("failed"):

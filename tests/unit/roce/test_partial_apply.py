@@ -12,13 +12,16 @@ import json
 import sys
 
 import pytest
+import test_engine_lab
 from intent_support import roce_plan
 from module_support import run_module
-from test_engine_lab import SIMS, make_lab, pristine  # noqa: F401 (pristine is a fixture)
+from test_engine_lab import SIMS, make_lab
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import qos_engine as _qos_engine
 from ansible_collections.gpufabric.rollout.plugins.module_utils.shared import host as _host
 from ansible_collections.gpufabric.rollout.plugins.modules import roce_qos
+
+pristine = test_engine_lab.pristine  # the session fixture, shared with the engine tests
 
 pytestmark = pytest.mark.slow  # runs the simulators as subprocesses on a full snapshot tree
 
@@ -33,7 +36,7 @@ os.execv({sim!r}, [{sim!r}] + args)
 
 
 @pytest.fixture
-def failing_second_nic(tmp_path, pristine):  # noqa: F811
+def failing_second_nic(tmp_path, pristine):
     _flavour, io, topology = make_lab("mofed", tmp_path, pristine)
     ifaces = roce_plan(topology, sysroot=io.sysroot.root)["interfaces"][:3]
     tool = tmp_path / "bin" / "mlnx_qos"
