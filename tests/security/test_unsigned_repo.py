@@ -18,7 +18,7 @@ def specs():
 
 
 def test_an_unsigned_repository_is_refused_without_the_acknowledgement(specs):
-    _, problems = PLAN.check(specs, "node", {**PLAN.lab_intent(), "doca_ofed_gpg_check": False})
+    _plan, problems = PLAN.check(specs, "node", {**PLAN.lab_intent(), "doca_ofed_gpg_check": False})
     lines = [p for p in problems if p.startswith("doca_ofed_gpg_check:")]
     assert lines and "doca_ofed_insecure_repo_acknowledged: true" in lines[0], problems
 
@@ -31,5 +31,5 @@ def test_an_acknowledged_unsigned_repository_is_reported_in_the_summary(specs):
     plan = _plan_node.plan_node(values, facts)
     assert plan["doca_ofed"], "the lab intent manages DOCA-OFED"
     assert "DOCA repository UNSIGNED" in _plan_cluster.node_summary(plan, facts["topology"])
-    signed, _ = PLAN.check(specs, "node", PLAN.lab_intent())
+    signed, _problems = PLAN.check(specs, "node", PLAN.lab_intent())
     assert "UNSIGNED" not in _plan_cluster.node_summary(_plan_node.plan_node(signed, facts), facts["topology"])

@@ -39,7 +39,7 @@ def check(specs):
 def test_the_plan_refuses_a_storage_chart_version_with_more_than_a_version(check, version, pinned):
     drivers = copy.deepcopy(CSI_VARS["storage_csi_drivers"])
     drivers["nfs"] = {"chart_version": version}
-    _, problems = check("cluster", lab_variables(storage_csi_drivers=drivers))
+    _plan, problems = check("cluster", lab_variables(storage_csi_drivers=drivers))
     assert any(p.startswith("storage_csi_drivers.nfs.chart_version:") for p in problems), problems
     drivers["nfs"] = {"chart_version": pinned}  # the version alone (SemVer 2.0.0, "v" allowed) passes
     assert check("cluster", lab_variables(storage_csi_drivers=drivers))[1] == []
@@ -47,7 +47,7 @@ def test_the_plan_refuses_a_storage_chart_version_with_more_than_a_version(check
 
 @pytest.mark.parametrize("role", ["network_operator", "gpu_operator"])
 def test_the_plan_refuses_an_operator_chart_version_with_a_newline(check, role):
-    _, problems = check("cluster", lab_variables(**{f"{role}_chart_version": "v25.10.0\nvaluesInline: {}"}))
+    _plan, problems = check("cluster", lab_variables(**{f"{role}_chart_version": "v25.10.0\nvaluesInline: {}"}))
     assert any(p.startswith(f"{role}_chart_version:") for p in problems), problems
 
 
