@@ -16,6 +16,7 @@ import ipaddress
 import re
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ansible_collections.gpufabric.rollout.plugins.module_utils import _image_ref
 from ansible_collections.gpufabric.rollout.plugins.module_utils._intent import show, unknown_message
 
 # The NIC's limits are the parsers' (one definition): 8 priorities, the ETS schedulers, the RoCE
@@ -504,9 +505,9 @@ def validate_rules(values: Mapping[str, Any], problems: Problems) -> None:
     in_range(problems, "validate_nccl_iters", values.get("validate_nccl_iters"), 1, 10000)
     in_range(problems, "validate_nccl_timeout", values.get("validate_nccl_timeout"), 60, 86400)
     in_range(problems, "validate_nccl_ssh_port", values.get("validate_nccl_ssh_port"), 1024, 65535)
-    image = values.get("validate_nccl_image")
-    if not (isinstance(image, str) and image and not re.search(r"\s", image)):
-        problems.append(f"validate_nccl_image: {show(image)} is not an image reference (no spaces, not empty)")
+    image_problem = _image_ref.problem("validate_nccl_image", values.get("validate_nccl_image"))
+    if image_problem:
+        problems.append(image_problem)
     binary = values.get("validate_nccl_binary")
     if not (isinstance(binary, str) and binary.startswith("/")):
         problems.append(f"validate_nccl_binary: {show(binary)} must be an absolute path in the image")
