@@ -11,14 +11,18 @@ from ansible_collections.gpufabric.rollout.plugins.plugin_utils._lazy import mod
 _awx = module_utils("plan.awx")
 
 
-def awx_survey(argument_specs, roles, name, description="", exclude=None, defaults="describe", entry_point="main"):
+def awx_survey(
+    argument_specs, roles, name, description="", exclude=None, defaults="describe", entry_point="main", allow=None
+):
     """{role: parsed meta/argument_specs.yml} + the roles of a job template -> AWX survey.
+
+    Only the variables in ``allow`` (required) are asked; see ``_awx.NEVER_ASKED`` for what never is.
 
     Returns {survey_spec, enabled, skipped}; see the module_utils docstring for the mapping.
     """
     try:
         sources = _awx.role_sources(argument_specs, list(roles or []), entry_point)
-        return _awx.survey(sources, name, description, exclude=exclude, defaults=defaults)
+        return _awx.survey(sources, name, description, exclude=exclude, defaults=defaults, allow=allow)
     except _awx.SurveyError as exc:
         raise AnsibleFilterError(f"awx_survey: {exc}") from exc
 

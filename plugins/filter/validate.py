@@ -104,6 +104,18 @@ def validate_nccl_secret(job, keypair):
     return _validate_jobs.secret(_plain(job), keypair["private"], keypair["public"])
 
 
+def validate_nccl_owned(obj, applied_job, check_mode=False):
+    """The Job's Secret or Service owned by ``applied_job``, the Job as the API server returned it."""
+    try:
+        return _validate_jobs.owned_by(_plain(obj), _plain(applied_job or {}), bool(check_mode))
+    except _validate_jobs.JobPlanError as exc:
+        raise AnsibleFilterError(f"validate_nccl_owned: {exc}") from exc
+
+
+def validate_nccl_resume(job):
+    return _validate_jobs.resume(_plain(job))
+
+
 def validate_nccl_cleanup(jobs):
     """What the NCCL Jobs leave in the cluster, to delete: each Job, its Service and its Secret."""
     out = []
@@ -192,6 +204,8 @@ class FilterModule:
             "validate_nccl_secret": validate_nccl_secret,
             "validate_nccl_lab_env": validate_nccl_lab_env,
             "validate_nccl_cleanup": validate_nccl_cleanup,
+            "validate_nccl_owned": validate_nccl_owned,
+            "validate_nccl_resume": validate_nccl_resume,
             "validate_nccl_collect": validate_nccl_collect,
             "validate_launcher_pod": validate_launcher_pod,
             "validate_fingerprint": validate_fingerprint,

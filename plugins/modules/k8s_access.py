@@ -14,6 +14,10 @@ description:
   - The cluster roles run it first in apply mode, so a missing RBAC rule stops a run before its
     first change instead of half-way through. C(docs/rbac/gpufabric-rollout.yaml) in the
     collection holds the ClusterRole that grants what the roles need.
+  - Also asks, with a SelfSubjectRulesReview in C(kube-system) (a namespace the collection never
+    writes), what the identity may do there and cluster-wide, and warns, naming the rules, when it
+    can do more than the shipped ClusterRole grants (an administrator's kubeconfig: C(*) verbs on
+    C(*) resources). Returns the user (SelfSubjectReview) and the API server it is about to change.
   - Needs the C(kubernetes) Python library on the controller, as C(kubernetes.core) does.
 options:
   rules:
@@ -83,6 +87,18 @@ user:
   returned: success
   type: dict
   sample: {"username": "gpufabric-rollout", "groups": ["system:authenticated"]}
+server:
+  description: The API server URL of the kubeconfig, the cluster the role is about to change.
+  returned: success
+  type: str
+  sample: https://10.0.0.1:6443
+excess:
+  description: Rules the identity holds beyond the shipped ClusterRole (C(verbs resource.group)),
+    from a SelfSubjectRulesReview in C(kube-system); empty when it holds none or the review failed.
+  returned: success
+  type: list
+  elements: str
+  sample: ["* *.*"]
 checked:
   description: How many verb and resource pairs were checked.
   returned: success
@@ -108,6 +124,7 @@ from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions imp
 
 SSAR = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
 SSR = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
+SSRR = "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews"
 
 
 DEFAULT_GRANT = "The collection ships the ClusterRole and Role that grant it in docs/rbac/gpufabric-rollout.yaml."
@@ -129,6 +146,32 @@ def whoami(client):
     except Exception:  # (only for the message; older servers lack the API)
         return None
     return (review.get("status") or {}).get("userInfo")
+
+
+def broad_rules(client):
+    """What the identity holds beyond the shipped ClusterRole (SelfSubjectRulesReview), or None."""
+    body = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SelfSubjectRulesReview",
+        "spec": {"namespace": _k8s_access.BROAD_PROBE_NAMESPACE},
+    }
+    try:
+        review = _post(client, SSRR, body)
+    except Exception:  # (only for the warning; the access checks above decide)
+        return None
+    status = review.get("status") or {}
+    rules = status.get("resourceRules") or status.get("resource_rules") or []
+    return _k8s_access.excess_rules([_camel(r) for r in rules])
+
+
+def _camel(rule):
+    names = {"api_groups": "apiGroups", "resource_names": "resourceNames"}
+    return {names.get(k, k): v for k, v in (rule or {}).items()}
+
+
+def server_of(client):
+    configuration = getattr(getattr(client, "client", None), "configuration", None)
+    return str(getattr(configuration, "host", "") or "")
 
 
 def denied(client, checks):
@@ -166,14 +209,18 @@ def main():
     module = AnsibleK8SModule(module_class=AnsibleModule, argument_spec=spec, supports_check_mode=True)
     from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
 
-    result = dict(changed=False, user=None, checked=0, missing=[])
+    result = dict(changed=False, user=None, server="", excess=[], checked=0, missing=[])
     error = None
     try:
         checks = _k8s_access.expand(module.params["rules"])
         result["checked"] = len(checks)
         client = get_api_client(module=module)
         result["user"] = whoami(client)
+        result["server"] = server_of(client)
         result["missing"] = denied(client, checks)
+        result["excess"] = broad_rules(client) or []
+        if result["excess"]:
+            module.warn(_k8s_access.excess_message(result["user"], result["server"], result["excess"]))
         if result["missing"] and module.params["fail_on_missing"]:
             error = _k8s_access.missing_message(
                 result["user"], result["missing"], module.params["purpose"], module.params["grant"]

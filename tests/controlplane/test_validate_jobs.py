@@ -64,8 +64,28 @@ def test_the_job_set_runs_as_the_collections_identity_one_pod_per_gpu_node(clust
     jobs = _validate_jobs.job_set(network, {n: n for n in NODES}, OPTIONS)
     assert jobs["skipped"] == [] and len(jobs["jobs"]) == 1
     job = jobs["jobs"][0]
-    objects = [_validate_jobs.secret(job, *_validate_jobs.ssh_keypair()), *job["objects"]]
-    cluster.apply(objects, kubeconfig=cluster.kubeconfig)
+    service, planned_job = job["objects"]
+    # As the role does: the Job suspended first, its Secret and Service owned by it, then resumed.
+    cluster.apply([planned_job], kubeconfig=cluster.kubeconfig)
+    applied = _get(cluster, "-n", NS, "job", job["name"])
+    assert applied["spec"]["suspend"] is True
+    assert not _get(cluster, "-n", NS, "pods", "-l", f"batch.kubernetes.io/job-name={job['name']}")["items"]
+    secret = _validate_jobs.secret(job, *_validate_jobs.ssh_keypair())
+    cluster.apply(
+        [_validate_jobs.owned_by(secret, applied), _validate_jobs.owned_by(service, applied)],
+        kubeconfig=cluster.kubeconfig,
+    )
+    cluster.kubectl(
+        "-n",
+        NS,
+        "patch",
+        "job",
+        job["name"],
+        "--type=merge",
+        "-p",
+        json.dumps({"spec": _validate_jobs.resume(job)["spec"]}),
+        kubeconfig=cluster.kubeconfig,
+    )
 
     def finished():
         state = _get(cluster, "-n", NS, "job", job["name"])
@@ -88,10 +108,20 @@ def test_the_job_set_runs_as_the_collections_identity_one_pod_per_gpu_node(clust
     assert state["spec"]["successPolicy"] == {"rules": [{"succeededIndexes": "0"}]}
     assert state["spec"]["selector"]["matchLabels"]["batch.kubernetes.io/controller-uid"]
 
-    for kind, name in (("job", job["name"]), ("service", job["name"]), ("secret", job["secret"])):
-        cluster.kubectl(
-            "-n", NS, "delete", kind, name, "--cascade=background", "--wait=true", kubeconfig=cluster.kubeconfig
-        )
+    # Deleting the Job alone (what its ttlSecondsAfterFinished does after an interrupted run) takes
+    # the Secret with the SSH key and the Service with it: the garbage collector follows the owners.
+    cluster.kubectl(
+        "-n", NS, "delete", "job", job["name"], "--cascade=background", "--wait=true", kubeconfig=cluster.kubeconfig
+    )
+
+    def owned_left():
+        left = []
+        for kind, name in (("service", job["name"]), ("secret", job["secret"])):
+            res = cluster.kubectl("-n", NS, "get", kind, name, "--ignore-not-found", "-o", "name", check=False)
+            left += [line for line in res.stdout.split() if line]
+        return not left
+
+    wait_until(owned_left, "the Job's Secret and Service garbage-collected with it", timeout=120)
     wait_until(
         lambda: not _get(cluster, "-n", NS, "pods", "-l", f"batch.kubernetes.io/job-name={job['name']}")["items"],
         "the Job's Pods gone with it",

@@ -1,6 +1,6 @@
 """The security suite: each test reproduces an attack (or the hole it goes through) and fails on the
 code before its fix. Same import setup as tests/unit (the checkout is the collection: .collections),
-plus tests (role_runner), tests/unit and tests/unit/storage for their helpers."""
+plus tests (role_runner), tests/unit, tests/unit/storage and tests/unit/awx for their helpers."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ for _path in (
     REPO_ROOT / "tests",
     REPO_ROOT / "tests" / "unit",
     REPO_ROOT / "tests" / "unit" / "storage",
+    REPO_ROOT / "tests" / "unit" / "awx",
     Path(__file__).resolve().parent,
 ):
     if str(_path) not in sys.path:

@@ -150,3 +150,73 @@ def missing_message(user: Optional[Dict[str, Any]], missing: List[Dict[str, str]
         "this" if len(missing) == 1 else "these",
         grant,
     )
+
+
+# What the shipped ClusterRole (docs/rbac/gpufabric-rollout.yaml, kind ClusterRole) grants
+# cluster-wide, as {(api group, resource): verbs}; tests/unit/cluster keeps the two equal. An
+# identity whose rules in a namespace the collection never writes (``BROAD_PROBE_NAMESPACE``) reach
+# beyond this can do more than the collection needs: an administrator's kubeconfig, typically.
+SHIPPED_CLUSTER_RULES = {
+    ("apiextensions.k8s.io", "customresourcedefinitions"): ("get", "create", "patch"),
+    ("", "nodes"): ("get", "list", "patch"),
+    ("", "namespaces"): ("get", "create", "patch"),
+    ("", "pods"): ("get", "list"),
+    ("", "pods/eviction"): ("create",),
+    ("policy", "poddisruptionbudgets"): ("list",),
+    ("", "configmaps"): ("get", "list", "create", "patch", "delete"),
+    ("mellanox.com", "nicclusterpolicies"): ("get", "list", "create", "patch", "delete"),
+    ("mellanox.com", "nicnodepolicies"): ("get", "list", "create", "patch", "delete"),
+    ("nv-ipam.nvidia.com", "ippools"): ("get", "list", "create", "patch", "delete"),
+    ("nv-ipam.nvidia.com", "cidrpools"): ("get", "list", "create", "patch", "delete"),
+    ("k8s.cni.cncf.io", "network-attachment-definitions"): ("get", "list", "create", "patch", "delete"),
+    ("nvidia.com", "clusterpolicies"): ("get", "create", "patch", "delete"),
+    ("nvidia.com", "nvidiadrivers"): ("get", "list", "create", "patch", "delete"),
+    ("sriovnetwork.openshift.io", "sriovnetworknodepolicies"): ("get", "list", "create", "patch", "delete"),
+    ("sriovnetwork.openshift.io", "sriovnetworks"): ("get", "list", "create", "patch", "delete"),
+    ("sriovnetwork.openshift.io", "sriovnetworkpoolconfigs"): ("get", "list", "create", "patch", "delete"),
+    ("storage.k8s.io", "storageclasses"): ("get", "list", "create", "patch", "delete"),
+    ("", "persistentvolumes"): ("get", "list", "create", "patch", "delete"),
+    ("", "persistentvolumeclaims"): ("get", "list", "create", "patch", "delete"),
+    ("csi.ibm.com", "csiscaleoperators"): ("get", "list", "create", "patch", "delete"),
+}
+# Every authenticated user may ask about itself (the system:basic-user ClusterRole); not an excess.
+_SELF_REVIEWS = {
+    ("authorization.k8s.io", "selfsubjectaccessreviews"),
+    ("authorization.k8s.io", "selfsubjectrulesreviews"),
+    ("authentication.k8s.io", "selfsubjectreviews"),
+}
+BROAD_PROBE_NAMESPACE = "kube-system"
+
+
+def excess_rules(resource_rules: List[Dict[str, Any]]) -> List[str]:
+    """The rules of a SelfSubjectRulesReview (``status.resourceRules``) that grant more than the shipped
+    ClusterRole, each as ``verbs resources.group`` (``*`` kept: a wildcard is the excess)."""
+    out: List[str] = []
+    for rule in resource_rules or []:
+        verbs = [str(v) for v in rule.get("verbs") or []]
+        groups = [str(g) for g in rule.get("apiGroups") or [""]]
+        resources = [str(r) for r in rule.get("resources") or []]
+        if rule.get("resourceNames"):
+            continue  # narrowed to named objects: not a blanket grant
+        for group in groups:
+            for resource in resources:
+                if (group, resource) in _SELF_REVIEWS:
+                    continue
+                allowed = SHIPPED_CLUSTER_RULES.get((group, resource), ())
+                extra = [v for v in verbs if v == "*" or v not in allowed]
+                if extra:
+                    name = resource + ("." + group if group else "")
+                    text = f"{','.join(extra)} {name}"
+                    if text not in out:
+                        out.append(text)
+    return out
+
+
+def excess_message(user: Optional[Dict[str, Any]], server: str, excess: List[str]) -> str:
+    """The warning for an identity that can do more than the shipped RBAC."""
+    who = (user or {}).get("username") or "the kubeconfig's identity"
+    shown = excess[:12] + ([f"... {len(excess) - 12} more"] if len(excess) > 12 else [])
+    return (
+        f"{who} on {server or 'the cluster'} can do more than the shipped RBAC (docs/rbac/gpufabric-rollout.yaml)"
+        f" grants: {'; '.join(shown)}. Run the collection as its least-privilege identity, not an administrator."
+    )

@@ -26,6 +26,7 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers.qos impo
     NUM_PRIO,
     TSA_NAMES,
 )
+from ansible_collections.gpufabric.rollout.plugins.module_utils.shared import image_ref as _image_ref
 
 ECT0 = 0b10  # the ECN field of a RoCE packet marked ECN-capable (RFC 3168 ECT(0))
 CNI_VERSIONS = ("0.3.1", "0.4.0", "1.0.0")
@@ -519,9 +520,9 @@ def validate_rules(values: Mapping[str, Any], problems: Problems) -> None:
     in_range(problems, "validate_nccl_iters", values.get("validate_nccl_iters"), 1, 10000)
     in_range(problems, "validate_nccl_timeout", values.get("validate_nccl_timeout"), 60, 86400)
     in_range(problems, "validate_nccl_ssh_port", values.get("validate_nccl_ssh_port"), 1024, 65535)
-    image = values.get("validate_nccl_image")
-    if not (isinstance(image, str) and image and not re.search(r"\s", image)):
-        problems.append(f"validate_nccl_image: {show(image)} is not an image reference (no spaces, not empty)")
+    image_problem = _image_ref.problem("validate_nccl_image", values.get("validate_nccl_image"))
+    if image_problem:
+        problems.append(image_problem)
     binary = values.get("validate_nccl_binary")
     if not (isinstance(binary, str) and binary.startswith("/")):
         problems.append(f"validate_nccl_binary: {show(binary)} must be an absolute path in the image")

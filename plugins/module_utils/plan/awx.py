@@ -30,6 +30,14 @@ and role defaults apply as in ``ansible-playbook``. ``defaults='prefill'`` pre-f
 defaults that are plain values (for teams that keep no inventory values for these variables); a
 multiselect default only pre-fills the form (AWX stores it as text and sends only list answers).
 
+Only allow-listed variables are asked (``allow``, the list ``playbooks/vars/awx_stages.yml``
+keeps as ``gpufabric_awx_survey_allow``): survey answers are extra vars that a user with only
+Execute on the job template sets, and they reach root on every node. Whatever could redirect what
+runs as root or what the cluster trusts is never asked, whatever the allow-list says (``NEVER_ASKED``:
+URLs, keys, certificates, binaries and interpreters, images and registries, chart sources, paths,
+namespaces, TLS and signature checks, the reload/reboot/restart flags, ``no_log`` and ``path``
+options); an allow-list naming one of them is refused.
+
 What cannot be a question, and is listed in ``skipped`` with the reason: mappings (``dict``),
 lists of free values or of mappings, and types AWX has no answer for. A YAML text for them
 would reach the role as a string, not as the structure the role reads. They belong in the
@@ -49,6 +57,53 @@ _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Ansible documentation markup (C(), O(), V(), M(), I(), B(), U(), E(), P(), RV(), L(text,url)).
 _MARKUP_LINK = re.compile(r"\bL\(([^,()]+),\s*([^()]+)\)")
 _MARKUP = re.compile(r"\b(?:C|O|V|M|I|B|U|E|P|RV)\(([^()]*)\)")
+
+
+# Name patterns of variables no survey may ask, with the reason shown in ``skipped``. Searched, not
+# matched: a pattern anywhere in the name is enough.
+NEVER_ASKED = (
+    (r"_url$|_urls$", "a URL: it points root at a download, repository or chart of the user's choice"),
+    (r"(^|_)(gpg_)?keys?(_|$)|cert", "a key or certificate: it decides what the nodes trust"),
+    (r"gpg_check|validate_certs", "a signature or TLS check: turning it off trusts anything served"),
+    (r"allow_(reload|reboot|restart)", "a reload/reboot/restart permission: an operator's decision per change"),
+    (r"_binary$|_python$|_tool$|gdscheck$|nvidia_smi$", "a program run on the node or the controller"),
+    (r"image|registry", "an image or registry: it decides what runs in the cluster"),
+    (r"chart_(repo|path|name)|_repo(_|$)", "a package or chart source"),
+    (r"(_path|_dir|_subdir|_file|_src|sysroot)$", "a path on the node or the controller"),
+    (r"namespace|kubeconfig", "it decides which cluster objects are changed"),
+    (
+        r"(^|_)instance$",
+        "the deployment's identity: pruning selects on it, so another value reaches a neighbour's objects",
+    ),
+    (r"sha256|checksum|insecure|acknowledged", "a checksum or an acknowledged risk: it decides what the nodes trust"),
+)
+_NEVER_ASKED = tuple((re.compile(pattern), reason) for pattern, reason in NEVER_ASKED)
+NOT_ALLOWED = "not on the survey allow-list (gpufabric_awx_survey_allow); set it in the inventory"
+
+
+def never_asked(name: str, option: Optional[Mapping[str, Any]] = None) -> Optional[str]:
+    """Why ``name`` may never be a survey question, or None when it may be allow-listed."""
+    for pattern, reason in _NEVER_ASKED:
+        if pattern.search(name):
+            return reason
+    option = option or {}
+    if option.get("type") == "path" or option.get("elements") == "path":
+        return "a path on the node or the controller"
+    if option.get("no_log"):
+        return "a secret (no_log): it belongs in a credential"
+    return None
+
+
+def _allowed(allow: Any) -> List[str]:
+    if allow is None:
+        raise SurveyError("allow: give the list of variables the survey may ask (gpufabric_awx_survey_allow)")
+    if isinstance(allow, str) or not isinstance(allow, (list, tuple, set)):
+        raise SurveyError(f"allow: expected a list of variable names, got {type(allow).__name__}")
+    names = [str(a) for a in allow]
+    refused = [f"{n} ({never_asked(n)})" for n in names if never_asked(n)]
+    if refused:
+        raise SurveyError("allow: these variables may never be asked in a survey: " + "; ".join(refused))
+    return names
 
 
 class SurveyError(ValueError):
@@ -223,6 +278,7 @@ def survey(
     description: str = "",
     exclude: Any = None,
     defaults: str = "describe",
+    allow: Any = None,
 ) -> Dict[str, Any]:
     """Build an AWX survey from argument spec entry points.
 
@@ -231,7 +287,9 @@ def survey(
     Questions follow the sources' order; a variable several sources declare (collection-wide
     intent such as ``gpufabric_k8s_mode``) is asked once, and must have the same type and choices
     everywhere. ``exclude`` maps variables to the reason they are not asked (for example a value
-    a credential injects).
+    a credential injects). ``allow`` lists the variables that may be asked (required); every other
+    option is skipped, and an allow-listed variable that matches ``NEVER_ASKED`` (or is a ``path``
+    or ``no_log`` option) is refused with the reason.
 
     Returns ``{"survey_spec": ..., "enabled": bool, "skipped": [{variable, source, reason}]}``;
     ``survey_spec`` is ``{}`` and ``enabled`` false when no option can be a question (AWX refuses a
@@ -242,6 +300,7 @@ def survey(
     if not isinstance(name, str) or not name.strip():
         raise SurveyError("name: a survey needs a non-empty name")
     excluded = _exclusions(exclude)
+    allowed = set(_allowed(allow))
     questions: List[Dict[str, Any]] = []
     skipped: List[Dict[str, str]] = []
     seen: Dict[str, Tuple[str, Tuple[Any, ...]]] = {}
@@ -274,6 +333,12 @@ def survey(
             if var in excluded:
                 skipped.append({"variable": var, "source": source, "reason": excluded[var]})
                 continue
+            if var not in allowed:
+                skipped.append({"variable": var, "source": source, "reason": NOT_ALLOWED})
+                continue
+            refused = never_asked(var, option)
+            if refused:
+                raise SurveyError(f"{var} ({source}): allow-listed, but it may never be asked: {refused}")
             question = _Question(var, option)
             question.build(defaults)
             if question.skip_reason:

@@ -14,6 +14,13 @@ One Job per node group of ``gpufabric_plan.network`` with at least two of its no
 * a headless Service that gives the Pods their DNS names;
 * a Secret with the SSH key pair of this run (made by ``ssh_keypair``).
 
+The Job is created suspended (``spec.suspend``, Kubernetes "Job suspension"): no Pod starts before
+its Secret and Service exist. Both are owned by the Job (``owned_by``: ``metadata.ownerReferences``
+with the Job's UID), so whatever ends the Job ends them: the role's ``always:`` cleanup, a delete
+by hand, or ``ttlSecondsAfterFinished`` when the run was interrupted (the garbage collector deletes
+the dependents of a deleted owner; Kubernetes "Owners and Dependents"). ``resume`` is the patch that
+lets the Job start.
+
 The nccl-tests multi-node launch needs MPI (NVIDIA/nccl-tests README, "NCCL tests rely on MPI to
 work on multiple processes"); the Job reproduces what an MPIJob's launcher and workers do without
 needing an operator. ``job_checks`` turns what the cluster reports back (the Job's conditions,
@@ -167,6 +174,7 @@ def job_for_group(
         "completionMode": "Indexed",
         "successPolicy": {"rules": [{"succeededIndexes": "0"}]},
         "backoffLimit": 0,
+        "suspend": True,  # resumed once its owned Secret and Service exist
         "activeDeadlineSeconds": int(options["timeout"]),
         "template": {
             "metadata": {"labels": labels, "annotations": {NETWORKS_ANNOTATION: networks}},
@@ -270,6 +278,41 @@ def secret(job: Mapping[str, Any], private_key: str, public_key: str) -> Dict[st
         "metadata": {"name": job["secret"], "namespace": job["namespace"], "labels": dict(LABELS)},
         "type": "Opaque",
         "data": {"id_ed25519": b64(private_key), "authorized_keys": b64(public_key)},
+    }
+
+
+def owned_by(obj: Mapping[str, Any], job: Mapping[str, Any], check_mode: bool = False) -> Dict[str, Any]:
+    """``obj`` (the Job's Secret or Service) with an ownerReference to ``job``, the Job as the API
+    server returned it (it carries the UID). ``blockOwnerDeletion`` is left unset: setting it needs
+    update on ``jobs/finalizers``, and nothing waits on the dependents. In check mode a Job that was
+    only dry-run applied may have no UID; the object is then returned without the reference."""
+    meta = dict(obj.get("metadata") or {})
+    job_meta = (job or {}).get("metadata") or {}
+    uid = job_meta.get("uid")
+    if job_meta.get("name") is None or job_meta.get("namespace") != meta.get("namespace"):
+        raise JobPlanError(
+            f"{obj.get('kind')} {meta.get('namespace')}/{meta.get('name')}: its owner must be a Job of the same"
+            f" namespace, got {job_meta.get('namespace')}/{job_meta.get('name')}"
+        )
+    out = dict(obj)
+    if not uid:
+        if check_mode:
+            return out
+        raise JobPlanError(f"Job {job_meta.get('namespace')}/{job_meta['name']}: the API server returned no uid")
+    meta["ownerReferences"] = [
+        {"apiVersion": "batch/v1", "kind": "Job", "name": job_meta["name"], "uid": uid, "controller": True}
+    ]
+    out["metadata"] = meta
+    return out
+
+
+def resume(job: Mapping[str, Any]) -> Dict[str, Any]:
+    """The merge patch that lets a suspended Job start."""
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": job["name"], "namespace": job["namespace"]},
+        "spec": {"suspend": False},
     }
 
 

@@ -37,6 +37,7 @@ def stage_surveys(defaults: str = "describe", specs: dict | None = None) -> dict
             stage_roles(stages, stage),
             name=f"gpufabric {stage['name']}",
             exclude=stages["gpufabric_awx_survey_exclude"],
+            allow=stages["gpufabric_awx_survey_allow"],
             defaults=defaults,
         )
         for stage in stages["gpufabric_awx_stages"]

@@ -13,20 +13,14 @@ sys.path.insert(0, str(HERE.parents[2] / ".collections"))
 
 from _awx_support import stage_surveys
 
-NOTES = {
-    "gpufabric_kubeconfig": " (set by the kubeconfig credential)",
-    "gpufabric_node_plan": " (computed by the plan)",
-    "gpufabric_plan": " (computed by the plan)",
-}
-
 
 def lines():
     out = []
     for stage, result in stage_surveys().items():
         if not result["enabled"]:
             continue
-        skipped = ", ".join(f"`{s['variable']}`{NOTES.get(s['variable'], '')}" for s in result["skipped"])
-        text = f"- {stage} ({len(result['survey_spec']['spec'])} questions): not asked {skipped}."
+        asked = ", ".join(f"`{q['variable']}`" for q in result["survey_spec"]["spec"])
+        text = f"- {stage} ({len(result['survey_spec']['spec'])} questions): {asked}."
         out.append(textwrap.fill(text, width=110, subsequent_indent="  ", break_on_hyphens=False))
     return out
 

@@ -42,6 +42,7 @@ def _entry(options):
 
 
 def _one(option, name="x_opt", **kwargs):
+    kwargs.setdefault("allow", [name])
     result = F["awx_survey"]({"r": _entry({name: option})}, ["r"], "t", **kwargs)
     return _questions(result).get(name), result
 
@@ -128,11 +129,12 @@ def test_prefill_mode_sends_the_role_defaults_awx_accepts():
     assert questions["doca_ofed_reboot_timeout"]["default"] == 1800
     assert default_is_sent(questions["doca_ofed_reboot_timeout"])
     assert questions["roce_backend"]["default"] == "auto"
-    assert questions["doca_ofed_allow_reload"]["default"] == "false"
+    assert questions["roce_persist"]["default"] == "true"
     assert questions["gpudirect_storage_rdma_nic_roles"]["default"] == "storage\ncompute"
     # templated role defaults cannot be pre-filled: AWX would send the template text
-    assert "default" not in questions["doca_ofed_repo_release"]
-    assert "computed by the role" in questions["doca_ofed_repo_release"]["question_description"]
+    templated = _one({"type": "str", "default": "{{ other_var }}"}, defaults="prefill")[0]
+    assert "default" not in templated
+    assert "computed by the role" in templated["question_description"]
     for question in questions.values():
         if "default" in question and question["type"] != "multiselect":
             assert default_is_sent(question), question["variable"]
@@ -148,9 +150,7 @@ def test_prefill_mode_sends_the_role_defaults_awx_accepts():
     ("option", "expected"),
     [
         ({"type": "str"}, {"type": "text", "min": 1}),
-        ({"type": "path"}, {"type": "text", "min": 1}),
         ({"type": "raw"}, {"type": "text", "min": 1}),
-        ({"type": "str", "no_log": True}, {"type": "password", "min": 1}),
         ({"type": "str", "choices": ["a", "b"]}, {"type": "multiplechoice", "choices": ["a", "b"]}),
         ({"type": "bool"}, {"type": "multiplechoice", "choices": ["true", "false"]}),
         ({"type": "int"}, {"type": "integer"}),
@@ -209,6 +209,34 @@ def test_required_and_description_markup():
     assert "Role default: v." in text and "Leave unanswered" not in text and text.endswith("(role r)")
 
 
+@pytest.mark.parametrize(
+    ("option", "reason"),
+    [({"type": "path"}, "a path"), ({"type": "str", "no_log": True}, "a secret"), ({"type": "str"}, None)],
+)
+def test_paths_and_secrets_are_never_asked(option, reason):
+    if reason is None:  # a dangerous name is refused whatever its type
+        with pytest.raises(AnsibleFilterError, match=r"x_helm_binary .*a program run"):
+            _one(option, name="x_helm_binary")
+        return
+    with pytest.raises(AnsibleFilterError, match=rf"x_opt .*may never be asked: {reason}"):
+        _one(option)
+
+
+@pytest.mark.parametrize(
+    ("name", "reason"),
+    [
+        ("gpufabric_instance", "the deployment's identity"),
+        ("k8s_publish_instance", "the deployment's identity"),
+        ("storage_client_weka_installer_sha256", "a checksum"),
+        ("doca_ofed_insecure_repo_acknowledged", "a package or chart source"),
+        ("gpu_driver_insecure_acknowledged", "an acknowledged risk"),
+    ],
+)
+def test_identity_checksums_and_acknowledgements_are_never_asked(name, reason):
+    with pytest.raises(AnsibleFilterError, match=rf"{name} .*{reason}"):
+        _one({"type": "str"}, name=name)
+
+
 def test_empty_choice_is_left_to_the_inventory():
     question = _one({"type": "str", "choices": ["auto", "", "PIX"], "default": "auto"})[0]
     assert question["choices"] == ["auto", "PIX"]
@@ -223,16 +251,26 @@ def test_defaults_mode_is_checked():
 def test_shared_intent_variable_is_asked_once_and_must_agree():
     a = _entry({"gpufabric_k8s_mode": {"type": "str", "choices": ["apply", "render"], "default": "apply"}})
     b = _entry({"gpufabric_k8s_mode": {"type": "str", "choices": ["apply", "render"]}, "b_opt": {"type": "int"}})
-    result = F["awx_survey"]({"a": a, "b": b}, ["a", "b"], "t")
+    allow = ["gpufabric_k8s_mode", "b_opt"]
+    result = F["awx_survey"]({"a": a, "b": b}, ["a", "b"], "t", allow=allow)
     assert [q["variable"] for q in result["survey_spec"]["spec"]] == ["gpufabric_k8s_mode", "b_opt"]
     bad = _entry({"gpufabric_k8s_mode": {"type": "str", "choices": ["apply"]}})
     with pytest.raises(AnsibleFilterError, match="gpufabric_k8s_mode: role a and role c declare it differently"):
-        F["awx_survey"]({"a": a, "c": bad}, ["a", "c"], "t")
+        F["awx_survey"]({"a": a, "c": bad}, ["a", "c"], "t", allow=allow)
 
 
 def test_exclude_and_unknown_role():
-    result = F["awx_survey"]({"r": _entry({"k": {"type": "path"}})}, ["r"], "t", exclude={"k": "from a credential"})
-    assert result["skipped"] == [{"variable": "k", "source": "role r", "reason": "from a credential"}]
+    result = F["awx_survey"](
+        {"r": _entry({"k": {"type": "path"}, "n": {"type": "int"}})},
+        ["r"],
+        "t",
+        exclude={"k": "from a credential"},
+        allow=[],
+    )
+    assert result["skipped"] == [
+        {"variable": "k", "source": "role r", "reason": "from a credential"},
+        {"variable": "n", "source": "role r", "reason": _awx.NOT_ALLOWED},
+    ]
     with pytest.raises(AnsibleFilterError, match="role nope: no argument specs were given"):
         F["awx_survey"]({}, ["nope"], "t")
     with pytest.raises(AnsibleFilterError, match=r"role r: meta/argument_specs\.yml has no 'upgrade' entry point"):
@@ -264,7 +302,7 @@ def test_changed_argument_spec_changes_the_survey():
     assert before["roce_backend"]["default"] == "auto" and after["roce_backend"]["default"] == "dcb"
     assert after["roce_acs_clear_mask"]["question_description"].startswith("Changed words.")
     assert "roce_new_knob" not in before
-    assert after["roce_new_knob"]["type"] == "multiplechoice" and after["roce_new_knob"]["default"] == "true"
+    assert "roce_new_knob" not in after, "a new option is asked only once it is allow-listed"
     assert "roce_persist" in before and "roce_persist" not in after
     assert (before["doca_ofed_reboot_timeout"]["type"], after["doca_ofed_reboot_timeout"]["type"]) == (
         "integer",
@@ -330,9 +368,9 @@ def test_workflow_refusals(nodes, message):
 
 def test_survey_core_refuses_bad_sources():
     with pytest.raises(_awx.SurveyError, match=r"sources\[0\]: expected a mapping"):
-        _awx.survey([["r", {}]], "t")
+        _awx.survey([["r", {}]], "t", allow=[])
     with pytest.raises(_awx.SurveyError, match="option 'bad-name' is not a valid variable name"):
-        _awx.survey([{"source": "r", "argument_spec": {"options": {"bad-name": {}}}}], "t")
+        _awx.survey([{"source": "r", "argument_spec": {"options": {"bad-name": {}}}}], "t", allow=[])
 
 
 # --- the README's summary follows the specs ---------------------------------------------------------
@@ -344,10 +382,10 @@ def test_readme_summarises_the_generated_surveys():
     for stage, result in DESCRIBED.items():
         if not result["enabled"]:
             continue
-        match = re.search(rf"^- {stage} \((\d+) questions\): not asked (.*?)\.\n(?=- |\n)", section, re.M | re.S)
+        match = re.search(rf"^- {stage} \((\d+) questions\): (.*?)\.\n(?=- |\n)", section, re.M | re.S)
         assert match, f"README: no summary line for the {stage} survey"
         assert int(match.group(1)) == len(result["survey_spec"]["spec"]), f"README: {stage} question count"
         listed = re.findall(r"`(\w+)`", match.group(2))
-        assert listed == [s["variable"] for s in result["skipped"]], (
-            f"README: {stage} skipped variables; run python tests/unit/awx/readme_surveys.py --write"
+        assert listed == [q["variable"] for q in result["survey_spec"]["spec"]], (
+            f"README: {stage} questions; run python tests/unit/awx/readme_surveys.py --write"
         )

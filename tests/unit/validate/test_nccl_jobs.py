@@ -342,3 +342,87 @@ def test_the_lab_path_gates_the_simulator_on_every_node_and_names_the_source(job
         "one Pod on each node": True,
     }
     assert len(series["nccl"]) == 2
+
+
+# --- issue 37, finding 11: nothing the validation creates outlives it ------------------------------
+
+
+def _applied(job):
+    """The Job as the API server returns it from the apply (it carries the UID)."""
+    applied = copy.deepcopy(job["objects"][1])
+    applied["metadata"]["uid"] = "0b9f1c1e-5d2a-4c53-9f57-3e6c1f6b2a10"
+    return applied
+
+
+def test_the_job_starts_suspended_and_owns_its_secret_and_service(job):
+    assert job["objects"][1]["spec"]["suspend"] is True, "no Pod may start before its Secret and Service exist"
+    applied = _applied(job)
+    secret = FILTERS["validate_nccl_owned"](_validate_jobs.secret(job, "k", "p"), applied)
+    service = FILTERS["validate_nccl_owned"](job["objects"][0], applied)
+    for obj in (secret, service):
+        assert obj["metadata"]["ownerReferences"] == [
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "name": job["name"],
+                "uid": applied["metadata"]["uid"],
+                "controller": True,
+            }
+        ]
+        kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
+    assert "ownerReferences" not in job["objects"][0]["metadata"], "the planned object is not modified"
+    resume = FILTERS["validate_nccl_resume"](job)
+    assert resume == {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": job["name"], "namespace": job["namespace"]},
+        "spec": {"suspend": False},
+    }
+
+
+def test_an_owner_without_uid_or_in_another_namespace_is_refused(job):
+    no_uid = copy.deepcopy(job["objects"][1])
+    with pytest.raises(Exception, match="returned no uid"):
+        FILTERS["validate_nccl_owned"](job["objects"][0], no_uid)
+    # check mode: a dry-run apply may give no UID; the object goes without the reference
+    assert "ownerReferences" not in FILTERS["validate_nccl_owned"](job["objects"][0], no_uid, True)["metadata"]
+    elsewhere = _applied(job)
+    elsewhere["metadata"]["namespace"] = "kube-system"
+    with pytest.raises(Exception, match="same namespace"):
+        FILTERS["validate_nccl_owned"](job["objects"][0], elsewhere)
+
+
+def _nccl_block():
+    import yaml
+
+    tasks = yaml.safe_load((REPO / "roles/validate/tasks/nccl.yml").read_text())
+    return next(t for t in tasks if "block" in t)
+
+
+def test_the_role_deletes_what_it_made_even_when_a_task_fails():
+    block = _nccl_block()
+    always = block.get("always") or []
+    deletes = [t for t in always if (t.get("kubernetes.core.k8s") or {}).get("state") == "absent"]
+    assert deletes, "the cleanup is not in the block's always: section"
+    assert "validate_nccl_cleanup" in deletes[0]["loop"]
+    assert not [
+        t
+        for t in block["block"]
+        if (t.get("kubernetes.core.k8s") or {}).get("state") == "absent" and "this run" in t["name"]
+    ], "this run's cleanup must not run only on success"
+
+
+def test_the_role_applies_the_secret_and_service_owned_by_the_applied_job():
+    tasks = _nccl_block()["block"]
+    names = [t["name"] for t in tasks]
+    applied = {t["name"]: t for t in tasks if (t.get("kubernetes.core.k8s") or {}).get("apply")}
+    secret = next(t for n, t in applied.items() if "Secret" in n)
+    service = next(t for n, t in applied.items() if "Service" in n)
+    jobs = next(t for n, t in applied.items() if "Jobs" in n)
+    for task in (secret, service):
+        assert "validate_nccl_owned(" + "__validate_nccl_applied_jobs" in task["kubernetes.core.k8s"]["definition"]
+        assert names.index(jobs["name"]) < names.index(task["name"])
+    resume = next(
+        t for t in tasks if "validate_nccl_resume" in str((t.get("kubernetes.core.k8s") or {}).get("definition"))
+    )
+    assert names.index(resume["name"]) > max(names.index(secret["name"]), names.index(service["name"]))
