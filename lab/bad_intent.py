@@ -46,6 +46,7 @@ CASES = [
     "k8s-mode-typo",
     "gpu-operator-mig-strategy-typo",
     "validate-fraction-zero",
+    "validate-fraction-above-one",
     "storage-backend-typo",
 ]
 OWNER = "app.kubernetes.io/managed-by=gpufabric.rollout"

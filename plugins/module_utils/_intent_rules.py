@@ -469,8 +469,12 @@ def validate_rules(values: Mapping[str, Any], problems: Problems) -> None:
         return
     for name in VALIDATE_FRACTIONS:
         value = values.get(name)
-        if value is not None and not 0 < value <= 1.5:
-            problems.append(f"{name}: {show(value)} is out of range; allowed: above 0 and at most 1.5")
+        if value is not None and not 0 < value <= 1:
+            # Each gate is a fraction of a ceiling (line rate, datasheet, raw link): above 1 it can never pass.
+            problems.append(
+                f"{name}: {show(value)} is out of range; allowed: above 0 and at most 1 "
+                "(a fraction of the ceiling the gate measures against; above 1 the gate can never pass)"
+            )
     in_range(problems, "validate_reuse_hours", values.get("validate_reuse_hours"), 0, 8760)
     in_range(problems, "validate_rdma_size", values.get("validate_rdma_size"), 1, 1 << 31)
     in_range(problems, "validate_rdma_duration", values.get("validate_rdma_duration"), 1, 3600)
