@@ -48,6 +48,7 @@ CASES = [
     "validate-fraction-zero",
     "validate-fraction-above-one",
     "storage-backend-typo",
+    "storage-foreign-backend-section",
 ]
 OWNER = "app.kubernetes.io/managed-by=gpufabric.rollout"
 # Written by the lab's own services while it runs, not by a playbook: left out of the node check.

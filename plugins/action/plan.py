@@ -168,8 +168,18 @@ class ActionModule(ActionBase):
         prefixes = ("gpufabric_", *tuple(f"{role}_" for role in specs))
         wanted = [n for n in task_vars if n.startswith(prefixes) and n not in RUNTIME_NAMES]
         variables = self._values(task_vars, wanted)
+        given_rules = _intent_rules.NODE_GIVEN_RULES if entry == "node_intent" else ()
         values, problems = _intent.check_scope(
-            specs, entry, roles, variables, rules, self._template_default, PLAN_ROLE, RUNTIME_NAMES, IGNORED_PREFIXES
+            specs,
+            entry,
+            roles,
+            variables,
+            rules,
+            self._template_default,
+            PLAN_ROLE,
+            RUNTIME_NAMES,
+            IGNORED_PREFIXES,
+            given_rules=given_rules,
         )
         if problems:
             raise _intent.IntentError(problems)

@@ -293,11 +293,15 @@ def check_scope(
     plan_role: str = "plan",
     runtime_names: Iterable[str] = (),
     ignore_prefixes: Iterable[str] = (),
+    given_rules: Sequence[Callable[[Mapping[str, Any], Mapping[str, Any], List[str]], None]] = (),
 ) -> Tuple[Dict[str, Any], List[str]]:
     """Check one host's variables: the plan role's ``entry`` (collection-wide) and ``roles``' main specs.
 
     ``specs`` is {role: {entry point: options}} for every role of the collection; variables with
-    a collection prefix that no spec declares are refused too. Returns (values, problems).
+    a collection prefix that no spec declares are refused too. ``rules`` see the values with the
+    defaults filled in; ``given_rules`` also see the variables as given (``rule(values, given,
+    problems)``), for a rule about what the inventory wrote rather than what the defaults made of it.
+    Returns (values, problems).
     """
     spec: Dict[str, Any] = {}
     for role in roles:
@@ -321,4 +325,6 @@ def check_scope(
     problems.extend(found)
     for rule in rules:
         rule(values, problems)
+    for given_rule in given_rules:
+        given_rule(values, present, problems)
     return values, problems

@@ -35,6 +35,7 @@ DNS_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0
 
 Problems = List[str]
 Rule = Callable[[Mapping[str, Any], Problems], None]
+GivenRule = Callable[[Mapping[str, Any], Mapping[str, Any], Problems], None]
 
 
 # --------------------------------------------------------------------------------------------- helpers
@@ -517,6 +518,13 @@ def validate_rules(values: Mapping[str, Any], problems: Problems) -> None:
 
 
 # --------------------------------------------------------------------------------------------- storage
+def storage_given_rules(values: Mapping[str, Any], given: Mapping[str, Any], problems: Problems) -> None:
+    """gpufabric_storage as the inventory wrote it (the rule lives in _storage_rules)."""
+    from ansible_collections.gpufabric.rollout.plugins.module_utils import _storage_rules
+
+    _storage_rules.storage_given_rules(values, given, problems)
+
+
 def storage_rules(values: Mapping[str, Any], problems: Problems) -> None:
     """gpufabric_storage (the rules live in _storage_rules, which uses this module's helpers)."""
     from ansible_collections.gpufabric.rollout.plugins.module_utils import _storage_rules
@@ -566,6 +574,8 @@ NODE_RULES: Sequence[Rule] = (
     gpu_driver_rules,
     validate_rules,
 )
+# Rules about the variables as given (see _intent.check_scope's given_rules).
+NODE_GIVEN_RULES: Sequence[GivenRule] = (storage_given_rules,)
 CLUSTER_RULES: Sequence[Rule] = (rails_rules, k8s_rules, chart_rules, gpu_operator_rules, storage_csi_rules)
 UPGRADE_RULES: Sequence[Rule] = (upgrade_rules,)
 

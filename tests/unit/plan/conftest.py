@@ -78,8 +78,18 @@ def check(specs, scope: str, variables: Dict[str, Any]):
         "cluster": _intent_rules.CLUSTER_RULES,
         "upgrade": _intent_rules.UPGRADE_RULES,
     }[scope]
+    given_rules = _intent_rules.NODE_GIVEN_RULES if scope == "node" else ()
     return _intent.check_scope(
-        specs, entry, roles, variables, rules, render_default, "plan", RUNTIME_NAMES, IGNORED_PREFIXES
+        specs,
+        entry,
+        roles,
+        variables,
+        rules,
+        render_default,
+        "plan",
+        RUNTIME_NAMES,
+        IGNORED_PREFIXES,
+        given_rules=given_rules,
     )
 
 
