@@ -44,6 +44,7 @@ CASES = [
     "rails-block-size-negative",
     "rails-supernet-is-pod-cidr",
     "k8s-mode-typo",
+    "k8s-kubeconfig-missing",
     "gpu-operator-mig-strategy-typo",
     "validate-fraction-zero",
     "validate-fraction-above-one",

@@ -50,6 +50,10 @@ def lab_intent() -> Dict[str, Any]:
             out[key] = str(REPO / value[len("{{ inventory_dir }}/../../") :])
         elif isinstance(value, str) and "{{" in value:
             out[key] = "/lab/" + key
+    # The cluster check refuses a kubeconfig that does not exist on the controller: without a
+    # running lab, the intent names a stand-in (never read by the unit tests).
+    if not Path(out.get("gpufabric_kubeconfig") or "").is_file():
+        out["gpufabric_kubeconfig"] = str(HERE / "cases" / "kubeconfig")
     return out
 
 
