@@ -13,6 +13,7 @@ in ``roce_interfaces`` must exist) are the planner's, not these.
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -240,6 +241,16 @@ def rails_rules(values: Mapping[str, Any], problems: Problems) -> None:
 def k8s_rules(values: Mapping[str, Any], problems: Problems) -> None:
     if values.get("gpufabric_k8s_mode") == "render" and not values.get("gpufabric_k8s_render_dir"):
         problems.append("gpufabric_k8s_render_dir: is required when gpufabric_k8s_mode is render")
+    # The cluster check runs on the controller, where the cluster roles read the kubeconfig: a
+    # missing file would otherwise be found only after the host layer had changed the nodes.
+    kubeconfig = values.get("gpufabric_kubeconfig")
+    if values.get("gpufabric_k8s_mode") == "apply" and kubeconfig and not os.path.isfile(str(kubeconfig)):
+        what = "is not a file" if os.path.exists(str(kubeconfig)) else "does not exist"
+        problems.append(
+            f"gpufabric_kubeconfig: {show(kubeconfig)} {what} on the controller; gpufabric_k8s_mode apply reaches "
+            "the API server with it. Give an existing kubeconfig, leave the variable unset for the kubernetes "
+            "client's own search (KUBECONFIG, ~/.kube/config), or set gpufabric_k8s_mode: render"
+        )
 
 
 # --------------------------------------------------------------------------------------------- role variables
