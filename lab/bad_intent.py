@@ -44,9 +44,12 @@ CASES = [
     "rails-block-size-negative",
     "rails-supernet-is-pod-cidr",
     "k8s-mode-typo",
+    "k8s-kubeconfig-missing",
     "gpu-operator-mig-strategy-typo",
     "validate-fraction-zero",
+    "validate-fraction-above-one",
     "storage-backend-typo",
+    "storage-foreign-backend-section",
 ]
 OWNER = "app.kubernetes.io/managed-by=gpufabric.rollout"
 # Written by the lab's own services while it runs, not by a playbook: left out of the node check.

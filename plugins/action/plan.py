@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 import yaml
 from ansible.errors import AnsibleActionFail
@@ -116,6 +116,18 @@ def plain(value: Any) -> Any:
     return json.loads(json.dumps(value, default=to_native))
 
 
+def refusal(part: Optional[str], host: Optional[str], problems: List[str]) -> str:
+    """The message of a refused plan, in the user's terms: the cluster checks (check_cluster and
+    cluster, which run on the controller's host) refuse the cluster plan, not a node's."""
+    if part in ("check_cluster", "cluster"):
+        what = "The cluster plan"
+    elif part == "upgrade":
+        what = "The upgrade plan"
+    else:
+        what = f"The plan for node {host or '?'}"
+    return f"{what} is refused ({len(problems)} problem(s)):\n- " + "\n- ".join(problems)
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
@@ -172,8 +184,18 @@ class ActionModule(ActionBase):
             variables["gpufabric_instance"] = _k8s_publish.default_instance(
                 task_vars.get("ansible_inventory_sources"), task_vars.get("awx_inventory_id")
             )
+        given_rules = _intent_rules.NODE_GIVEN_RULES if entry == "node_intent" else ()
         values, problems = _intent.check_scope(
-            specs, entry, roles, variables, rules, self._template_default, PLAN_ROLE, RUNTIME_NAMES, IGNORED_PREFIXES
+            specs,
+            entry,
+            roles,
+            variables,
+            rules,
+            self._template_default,
+            PLAN_ROLE,
+            RUNTIME_NAMES,
+            IGNORED_PREFIXES,
+            given_rules=given_rules,
         )
         if problems:
             raise _intent.IntentError(problems)
@@ -209,14 +231,9 @@ class ActionModule(ActionBase):
             result["problems"] = exc.problems
             result["msg"] = f"The upgrade is refused ({len(exc.problems)} problem(s)):\n- " + "\n- ".join(exc.problems)
         except _intent.IntentError as exc:
-            where = {"cluster": "the cluster", "upgrade": "the upgrade"}.get(
-                part, "node " + task_vars.get("inventory_hostname", "?")
-            )
             result["failed"] = True
             result["problems"] = exc.problems
-            result["msg"] = f"The plan for {where} is refused ({len(exc.problems)} problem(s)):\n- " + "\n- ".join(
-                exc.problems
-            )
+            result["msg"] = refusal(part, task_vars.get("inventory_hostname"), exc.problems)
         result["changed"] = False
         return result
 

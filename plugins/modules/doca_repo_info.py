@@ -33,9 +33,14 @@ options:
     type: int
     default: 30
   variable:
-    description: The variable that points at the repository, named in the error when it has no index.
+    description: The variable that points at the repository (a mirror on an air-gapped site), named in the error
+      when the index cannot be read or there is none.
     type: str
     default: doca_ofed_repo_base_url
+  off_setting:
+    description: The setting that turns off the layer that needs the repository, named in the same errors.
+    type: str
+    default: "gpufabric_doca_ofed_enabled: false"
 extends_documentation_fragment:
   - gpufabric.rollout.read_only
 attributes:
@@ -82,6 +87,9 @@ from ansible.module_utils.urls import open_url
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca as _doca
 from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.parse import ParseError
 
+DEFAULT_VARIABLE = "doca_ofed_repo_base_url"
+DEFAULT_OFF = "gpufabric_doca_ofed_enabled: false"
+
 
 def _fetch(url, params):
     """Bytes of one URL, or None when it does not exist (HTTP 404, or a missing file:// path)."""
@@ -116,10 +124,12 @@ def read_index(params):
                     return base + name, _doca.parse_packages_index(text), _doca.parse_packages_depends(text)
                 except ParseError as exc:
                     raise exc.within(base + name) from None
-        raise _doca.DocaError(f"{params['variable']}: no Packages index at {base} (wrong release, OS or arch token?)")
+        raise _doca.DocaError(
+            f"{params['variable']}: no Packages index at {base} (wrong release, OS or arch token?)" + hint(params)
+        )
     repomd = _fetch(base + "repodata/repomd.xml", params)
     if repomd is None:
-        raise _doca.DocaError(f"{params['variable']}: no repodata/repomd.xml at {base}")
+        raise _doca.DocaError(f"{params['variable']}: no repodata/repomd.xml at {base}" + hint(params))
     try:
         location = _doca.primary_location(repomd)
     except ParseError as exc:
@@ -135,6 +145,13 @@ def read_index(params):
         raise exc.within(base + location) from None
 
 
+def hint(params):
+    """What an air-gapped site can do: point the variable at a mirror, or turn the layer off."""
+    return "; point {} at a reachable mirror of the repository (an air-gapped site), or set {}".format(
+        params.get("variable") or DEFAULT_VARIABLE, params.get("off_setting") or DEFAULT_OFF
+    )
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -142,7 +159,8 @@ def main():
             format=dict(type="str", choices=["apt", "dnf"], default="apt"),
             validate_certs=dict(type="bool", default=True),
             timeout=dict(type="int", default=30),
-            variable=dict(type="str", default="doca_ofed_repo_base_url"),
+            variable=dict(type="str", default=DEFAULT_VARIABLE),
+            off_setting=dict(type="str", default=DEFAULT_OFF),
         ),
         supports_check_mode=True,
     )
@@ -154,6 +172,7 @@ def main():
         error = str(exc)
     except Exception as exc:  # network and I/O errors become one clear failure
         error = "cannot read the repository index under {}: {}".format(module.params["url"], exc)
+        error += hint(module.params)
     if error:
         module.fail_json(msg=error, **result)
     module.exit_json(**result)

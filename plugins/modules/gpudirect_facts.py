@@ -98,6 +98,10 @@ def gather(params: dict, runner: Runner, files: Sysroot) -> dict:
         rc, out, _err = runner.run([modinfo, "-F", "license", "nvidia"])
         if rc == 0:
             host["driver_flavour"] = _gpudirect.flavour_from_license(out.strip())
+    host["driver_module_file"] = None  # installed for the running kernel; None: not found or unknown
+    if modinfo:
+        rc, out, _err = runner.run([modinfo, "-n", "nvidia"])
+        host["driver_module_file"] = out.strip() if rc == 0 and out.strip() else None
     peermem_available = None
     if modinfo:
         rc, out, _err = runner.run([modinfo, "-n", "nvidia-peermem"])

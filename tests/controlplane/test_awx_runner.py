@@ -233,7 +233,7 @@ def test_a_slice_whose_other_nodes_were_never_discovered_is_refused_naming_them(
     assert job.status == "failed"
     failures = job.failures()
     assert len(failures) == 1, failures
-    assert failures[0].startswith(f"localhost: {CLUSTER_PLAN_TASK}: The plan for the cluster is refused")
+    assert failures[0].startswith(f"localhost: {CLUSTER_PLAN_TASK}: The cluster plan is refused")
     assert "but gpu-node-1 ran neither in this run nor before" in failures[0]
     assert f"no stored discovery in {lab.plan_dir / 'discovery'}" in failures[0]
     # It stopped in the plan: no cluster role ran, nothing was applied.

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.host import Sysroot
 from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.parse import (
@@ -181,6 +181,9 @@ def read_host(sr: Sysroot) -> Dict[str, Any]:
     kernel = sr.read("proc/sys/kernel/osrelease") or os.uname().release
     return {
         "driver_loaded": proc_version is not None or "nvidia" in sys_modules,
+        "driver_module_loaded": "nvidia" in sys_modules or "nvidia" in modules,
+        "driver_version_file": proc_version is not None,
+        "driver_version_line": (proc_version or "").splitlines()[0][:120] if (proc_version or "").strip() else None,
         "driver_flavour": driver["flavour"],
         "driver_version": driver["version"],
         "kernel_release": kernel,
@@ -188,6 +191,41 @@ def read_host(sr: Sysroot) -> Dict[str, Any]:
         "peermem_loaded": "nvidia_peermem" in sys_modules or "nvidia_peermem" in modules,
         "nvidia_fs_loaded": "nvidia_fs" in sys_modules or "nvidia_fs" in modules,
         "nvidia_fs_version": sr.read("proc/driver/nvidia-fs/version") or None,
+    }
+
+
+def driver_state(facts: Mapping[str, Any]) -> Dict[str, Any]:
+    """The one rule for "NVIDIA driver present / loaded / version known", from gpudirect facts.
+
+    ``present``: the nvidia kernel module is loaded, or installed for the running kernel
+    (``driver_module_file``, from ``modinfo -n nvidia``; None when unknown). ``loaded``: the module
+    is loaded (/sys/module/nvidia or /proc/modules). ``version``: from /proc/driver/nvidia/version,
+    else /sys/module/nvidia/version. ``text`` says the state in the same words whichever mode asks.
+    Facts gathered before these keys existed fall back on ``driver_loaded``/``driver_version``."""
+    version = facts.get("driver_version") or None
+    flavour = facts.get("driver_flavour") or None
+    loaded = bool(facts.get("driver_module_loaded", facts.get("driver_loaded")) or version)
+    version_file = facts.get("driver_version_file", version is not None)
+    module_file = facts.get("driver_module_file") or None
+    if loaded and version:
+        text = " ".join(["driver", *[x for x in (flavour, version) if x], "loaded"])
+    elif loaded:
+        if version_file:
+            why = "/proc/driver/nvidia/version names no version: {!r}".format(facts.get("driver_version_line") or "")
+        else:
+            why = "/proc/driver/nvidia/version is missing, and so is /sys/module/nvidia/version"
+        text = f"the nvidia kernel module is loaded, but its driver version is unknown ({why})"
+    elif module_file:
+        text = f"the nvidia kernel module is installed ({module_file}) but not loaded"
+    else:
+        text = "no NVIDIA driver is loaded (no nvidia kernel module is loaded; /proc/driver/nvidia/version is missing)"
+    return {
+        "present": loaded or bool(module_file),
+        "loaded": loaded,
+        "version": version if loaded else None,
+        "flavour": flavour if loaded else None,
+        "module_file": module_file,
+        "text": text,
     }
 
 

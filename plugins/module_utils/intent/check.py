@@ -38,11 +38,36 @@ _TYPE_WORDS = {
     "int": "an integer",
     "bool": "true or false",
     "float": "a number",
-    "list": "a list",
-    "dict": "a mapping",
+    "list": "a list (- item)",
+    "dict": "a mapping (key: value)",
     "path": "a path",
     "raw": "any value",
 }
+
+
+def got_words(value: Any) -> str:
+    """What an inventory value is, in YAML's terms (not Python's class names)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, Mapping):
+        return f"a mapping {show(value)}"
+    if isinstance(value, (list, tuple)):
+        return f"a list {show(list(value))}"
+    if isinstance(value, int):
+        return f"the integer {show(value)}"
+    if isinstance(value, float):
+        return f"the number {show(value)}"
+    return f"the string {show(str(value))}"
+
+
+def type_problem(path: str, kind: str, value: Any) -> str:
+    """``path: must be <type in the inventory's terms>, got <what it is>``."""
+    want = _TYPE_WORDS.get(kind, kind)
+    if kind == "int" and isinstance(value, float):
+        want = "an integer (a whole number)"
+    return f"{path}: must be {want}, got {got_words(value)}"
 
 
 class IntentError(ValueError):
@@ -126,7 +151,7 @@ class _Walker:
         if values is None:
             values = {}
         if not isinstance(values, Mapping):
-            self.problems.append(f"{path}: {show(values)} is not a mapping; expected keys: {', '.join(sorted(spec))}")
+            self.problems.append(f"{type_problem(path, 'dict', values)}; expected keys: {', '.join(sorted(spec))}")
             return {}
         out: Dict[str, Any] = {}
         for key in values:
@@ -154,9 +179,8 @@ class _Walker:
             return None
         try:
             value = _coerce(kind, value)
-        except (TypeError, ValueError, OverflowError) as exc:
-            detail = str(exc).split(".", maxsplit=1)[0]
-            self.problems.append(f"{path}: {show(value)} is not {_TYPE_WORDS.get(kind, kind)} ({detail})")
+        except (TypeError, ValueError, OverflowError):
+            self.problems.append(type_problem(path, kind, value))
             return None
         if kind == "list":
             return self._list(option, value, path)
@@ -173,7 +197,7 @@ class _Walker:
         for index, item in enumerate(value):
             where = f"{path}[{index}]"
             if item is None:
-                self.problems.append(f"{where}: null is not {_TYPE_WORDS.get(elements, elements)}")
+                self.problems.append(type_problem(where, elements, None))
                 out.append(None)
                 continue
             if elements == "dict" and option.get("options"):
@@ -181,9 +205,8 @@ class _Walker:
                 continue
             try:
                 item = _coerce(elements, item)
-            except (TypeError, ValueError, OverflowError) as exc:
-                detail = str(exc).split(".", maxsplit=1)[0]
-                self.problems.append(f"{where}: {show(item)} is not {_TYPE_WORDS.get(elements, elements)} ({detail})")
+            except (TypeError, ValueError, OverflowError):
+                self.problems.append(type_problem(where, elements, item))
                 out.append(None)
                 continue
             self._choices(option, item, where)
@@ -293,11 +316,15 @@ def check_scope(
     plan_role: str = "plan",
     runtime_names: Iterable[str] = (),
     ignore_prefixes: Iterable[str] = (),
+    given_rules: Sequence[Callable[[Mapping[str, Any], Mapping[str, Any], List[str]], None]] = (),
 ) -> Tuple[Dict[str, Any], List[str]]:
     """Check one host's variables: the plan role's ``entry`` (collection-wide) and ``roles``' main specs.
 
     ``specs`` is {role: {entry point: options}} for every role of the collection; variables with
-    a collection prefix that no spec declares are refused too. Returns (values, problems).
+    a collection prefix that no spec declares are refused too. ``rules`` see the values with the
+    defaults filled in; ``given_rules`` also see the variables as given (``rule(values, given,
+    problems)``), for a rule about what the inventory wrote rather than what the defaults made of it.
+    Returns (values, problems).
     """
     spec: Dict[str, Any] = {}
     for role in roles:
@@ -321,4 +348,6 @@ def check_scope(
     problems.extend(found)
     for rule in rules:
         rule(values, problems)
+    for given_rule in given_rules:
+        given_rule(values, present, problems)
     return values, problems

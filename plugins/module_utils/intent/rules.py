@@ -13,6 +13,7 @@ in ``roce_interfaces`` must exist) are the planner's, not these.
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -41,6 +42,7 @@ DNS_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0
 
 Problems = List[str]
 Rule = Callable[[Mapping[str, Any], Problems], None]
+GivenRule = Callable[[Mapping[str, Any], Mapping[str, Any], Problems], None]
 
 
 # --------------------------------------------------------------------------------------------- helpers
@@ -245,6 +247,16 @@ def rails_rules(values: Mapping[str, Any], problems: Problems) -> None:
 def k8s_rules(values: Mapping[str, Any], problems: Problems) -> None:
     if values.get("gpufabric_k8s_mode") == "render" and not values.get("gpufabric_k8s_render_dir"):
         problems.append("gpufabric_k8s_render_dir: is required when gpufabric_k8s_mode is render")
+    # The cluster check runs on the controller, where the cluster roles read the kubeconfig: a
+    # missing file would otherwise be found only after the host layer had changed the nodes.
+    kubeconfig = values.get("gpufabric_kubeconfig")
+    if values.get("gpufabric_k8s_mode") == "apply" and kubeconfig and not os.path.isfile(str(kubeconfig)):
+        what = "is not a file" if os.path.exists(str(kubeconfig)) else "does not exist"
+        problems.append(
+            f"gpufabric_kubeconfig: {show(kubeconfig)} {what} on the controller; gpufabric_k8s_mode apply reaches "
+            "the API server with it. Give an existing kubeconfig, leave the variable unset for the kubernetes "
+            "client's own search (KUBECONFIG, ~/.kube/config), or set gpufabric_k8s_mode: render"
+        )
 
 
 # --------------------------------------------------------------------------------------------- role variables
@@ -485,8 +497,12 @@ def validate_rules(values: Mapping[str, Any], problems: Problems) -> None:
         return
     for name in VALIDATE_FRACTIONS:
         value = values.get(name)
-        if value is not None and not 0 < value <= 1.5:
-            problems.append(f"{name}: {show(value)} is out of range; allowed: above 0 and at most 1.5")
+        if value is not None and not 0 < value <= 1:
+            # Each gate is a fraction of a ceiling (line rate, datasheet, raw link): above 1 it can never pass.
+            problems.append(
+                f"{name}: {show(value)} is out of range; allowed: above 0 and at most 1 "
+                "(a fraction of the ceiling the gate measures against; above 1 the gate can never pass)"
+            )
     in_range(problems, "validate_reuse_hours", values.get("validate_reuse_hours"), 0, 8760)
     in_range(problems, "validate_rdma_size", values.get("validate_rdma_size"), 1, 1 << 31)
     in_range(problems, "validate_rdma_duration", values.get("validate_rdma_duration"), 1, 3600)
@@ -529,6 +545,13 @@ def validate_rules(values: Mapping[str, Any], problems: Problems) -> None:
 
 
 # --------------------------------------------------------------------------------------------- storage
+def storage_given_rules(values: Mapping[str, Any], given: Mapping[str, Any], problems: Problems) -> None:
+    """gpufabric_storage as the inventory wrote it (the rule lives in _storage_rules)."""
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.intent import storage as _storage_rules
+
+    _storage_rules.storage_given_rules(values, given, problems)
+
+
 def storage_rules(values: Mapping[str, Any], problems: Problems) -> None:
     """gpufabric_storage (the rules live in _storage_rules, which uses this module's helpers)."""
     from ansible_collections.gpufabric.rollout.plugins.module_utils.intent import storage as _storage_rules
@@ -600,6 +623,8 @@ NODE_RULES: Sequence[Rule] = (
     gpu_driver_rules,
     validate_rules,
 )
+# Rules about the variables as given (see intent.check.check_scope's given_rules).
+NODE_GIVEN_RULES: Sequence[GivenRule] = (storage_given_rules,)
 CLUSTER_RULES: Sequence[Rule] = (
     rails_rules,
     k8s_rules,

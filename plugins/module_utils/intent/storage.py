@@ -96,6 +96,26 @@ def storage_rules(values: Mapping[str, Any], problems: Problems) -> None:
             points.setdefault(point, index)
 
 
+def storage_given_rules(values: Mapping[str, Any], given: Mapping[str, Any], problems: Problems) -> None:
+    """gpufabric_storage as the inventory wrote it: a section named after another backend (an ``lustre:``
+    mapping on an NFS filesystem) is read by no planner, so it is refused rather than silently dropped.
+    (The checked values cannot tell: the argument specs fill every backend's section in.)"""
+    items = given.get("gpufabric_storage")
+    if not isinstance(items, list):
+        return
+    for index, fs in enumerate(items):
+        if not isinstance(fs, Mapping) or fs.get("backend") not in _storage_backends.BACKENDS:
+            continue
+        label = f"filesystem {fs.get('name')!r} ({fs['backend']})"
+        for other in _storage_backends.BACKENDS:
+            if other != fs["backend"] and fs.get(other) is not None:
+                problems.append(
+                    f"gpufabric_storage[{index}].{other}: {label} carries a {other!r} section, which only a "
+                    f"filesystem with backend {other!r} reads (its settings would not apply); remove it, or set "
+                    f"backend: {other}"
+                )
+
+
 def _storage_fs_rules(fs: Mapping[str, Any], p: str, label: str, values: Mapping[str, Any], problems: Problems) -> None:
     backend = fs["backend"]
     transport = fs.get("transport") or "rdma"

@@ -168,13 +168,18 @@ def plan_driver(
             f"{VAR}.packages: {', '.join(wanted)}, but {VAR}.managed_by is operator: the GPU Operator's driver pod "
             "installs the driver; leave packages empty, or set managed_by: host"
         )
+    state = _gpudirect.driver_state(gpudirect)
     if mode == "host":
         section.update({"version": loaded_version, "kernel_module": loaded_flavour, "reason": "loaded on the node"})
-        if not loaded_version:
+        if not state["version"]:
+            todo = (
+                "reload it (nvidia-smi should then name the version)"
+                if state["loaded"]
+                else "load or install it first, or set managed_by: operator for the GPU Operator to install it"
+            )
             problems.append(
-                f"{VAR}.managed_by: host, but no NVIDIA driver is loaded on this node (/proc/driver/nvidia/version "
-                f"is missing{'; installed: ' + ', '.join(installed) if installed else ''}); load or install it first, "
-                "or set managed_by: operator for the GPU Operator to install it"
+                f"{VAR}.managed_by: host, but on this node {state['text']}"
+                f"{'; installed: ' + ', '.join(installed) if installed else ''}; {todo}"
             )
             return section
         if pinned and pinned != loaded_version:
@@ -189,8 +194,8 @@ def plan_driver(
             )
         return section
     present = []
-    if loaded_version or gpudirect.get("driver_loaded"):
-        present.append(" ".join(["driver", *[x for x in (loaded_flavour, loaded_version) if x], "loaded"]))
+    if state["present"]:
+        present.append(state["text"])
     if installed:
         present.append("packages " + ", ".join(installed) + " installed")
     if present:

@@ -116,6 +116,26 @@ def gid_index(topology: Mapping[str, Any]) -> int:
     return values[0]
 
 
+def check_gid_index(topology: Mapping[str, Any], index: int, nccl_version: Any) -> None:
+    """An explicit NCCL_IB_GID_INDEX (NCCL < 2.21 takes it as given on every rail port) must not be
+    a link-local GID (fe80::/10, derived from the MAC, as the kernel's GID table lists it first):
+    traffic on it carries no routable address, so RoCE v2 across the fabric's subnets fails."""
+    for rail in rails_in_order(topology):
+        port = _rail_port(_nic_by_rdma(topology).get(rail["nic"]), rail.get("netdev")) or {}
+        for entry in port.get("gids") or []:
+            gid = str(entry.get("gid") or "").lower()
+            if entry.get("index") != index or not gid.startswith(("fe8", "fe9", "fea", "feb")):
+                continue
+            v2 = (port.get("roce_v2_ipv4") or {}).get("gid_index")
+            hint = f" (its RoCE v2 IPv4 GID is index {v2})" if v2 is not None else ""
+            raise NcclPlanError(
+                f"nccl_config_ib_gid_index: {index} is a link-local GID ({gid}) on rail NIC {rail['nic']} port "
+                f"{port.get('port', 1)} ({entry.get('ndev') or port.get('netdev')}){hint}; NCCL {nccl_version} "
+                "(older than 2.21) would use it as given. Set nccl_config_ib_gid_index to the RoCE v2 IPv4 GID "
+                "index, or leave it unset for the plan to find it"
+            )
+
+
 def socket_ifname(value: Any) -> str:
     """A bare name becomes an exact match ('eth0' -> '=eth0'); prefixes/excludes pass through."""
     if isinstance(value, (list, tuple)):
@@ -153,6 +173,8 @@ def plan(
     entries["NCCL_SOCKET_IFNAME"] = socket_ifname(socket_if)
     entries["NCCL_IB_TC"] = str(int(fabric["roce_tos"]))
     if needs_gid_index(nccl_version):
+        if gid_index_override is not None:
+            check_gid_index(topology, gid_index_override, nccl_version)
         index = gid_index_override if gid_index_override is not None else gid_index(topology)
         entries["NCCL_IB_GID_INDEX"] = str(int(index))
     elif gid_index_override is not None:

@@ -67,15 +67,15 @@ class GateError(ValueError):
 
 
 def gates(overrides: Optional[Dict[str, Any]] = None) -> Dict[str, float]:
-    """The default gates with ``overrides`` applied; fractions must be in (0, 1.5]."""
+    """The default gates with ``overrides`` applied; fractions must be in (0, 1]."""
     out = dict(DEFAULT_GATES)
     for key, value in (overrides or {}).items():
         if key not in DEFAULT_GATES:
             raise GateError(f"unknown gate '{key}'; known: {', '.join(sorted(DEFAULT_GATES))}")
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise GateError(f"gate '{key}' is {value!r}; it must be a number")
-        if key.endswith(("_fraction", "_efficiency")) and not 0 < value <= 1.5:
-            raise GateError(f"gate '{key}' is {value}; a fraction must be above 0 and at most 1.5")
+        if key.endswith(("_fraction", "_efficiency")) and not 0 < value <= 1:
+            raise GateError(f"gate '{key}' is {value}; a fraction must be above 0 and at most 1")
         out[key] = float(value)
     return out
 

@@ -68,3 +68,43 @@ def test_planned_hca_matches_discovery_summary(name):
 )
 def test_gid_index_version_boundary(version, older_than_2_21):
     assert _nccl.needs_gid_index(version) is older_than_2_21
+
+
+def _one_rail(first_gid: str) -> dict:
+    """One rail port whose GID table is laid out as the kernel lists it (sysfs ports/1/gids/N):
+    the MAC-derived IPv6 GID first (RoCE v1 and v2), the IPv4-mapped GID after."""
+    ipv4 = "0000:0000:0000:0000:0000:ffff:0a00:0101"
+    gids = [
+        {"index": 0, "gid": first_gid, "type": "IB/RoCE v1", "ndev": "eth1", "ipv4": None},
+        {"index": 1, "gid": first_gid, "type": "RoCE v2", "ndev": "eth1", "ipv4": None},
+        {"index": 2, "gid": ipv4, "type": "IB/RoCE v1", "ndev": "eth1", "ipv4": "10.0.1.1"},
+        {"index": 3, "gid": ipv4, "type": "RoCE v2", "ndev": "eth1", "ipv4": "10.0.1.1"},
+    ]
+    port = {"port": 1, "netdev": "eth1", "gids": gids, "roce_v2_ipv4": {"gid_index": 3, "gid": ipv4}}
+    return {
+        "nics": [{"rdma_device": "mlx5_0", "ports": [port]}],
+        "rails": [{"rail": 0, "gpu": "GPU0", "nic": "mlx5_0", "netdev": "eth1"}],
+    }
+
+
+@pytest.mark.parametrize(
+    "first_gid, index, refused",
+    [
+        ("fe80:0000:0000:0000:ba3f:d2ff:fe00:0100", 1, True),
+        ("fe80:0000:0000:0000:ba3f:d2ff:fe00:0100", 0, True),
+        ("febf:0000:0000:0000:ba3f:d2ff:fe00:0100", 1, True),  # fe80::/10 ends at febf
+        ("fec0:0000:0000:0000:ba3f:d2ff:fe00:0100", 1, False),  # site-local, not link-local
+        ("fe80:0000:0000:0000:ba3f:d2ff:fe00:0100", 3, False),  # the RoCE v2 IPv4 GID
+    ],
+)
+def test_old_nccl_refuses_an_explicit_link_local_gid_index(first_gid, index, refused):
+    topology = _one_rail(first_gid)
+    if not refused:
+        entries = _nccl.plan(topology, fabric(), "2.20.5", "eth0", gid_index_override=index)
+        assert entries["NCCL_IB_GID_INDEX"] == str(index)
+        return
+    with pytest.raises(_nccl.NcclPlanError) as info:
+        _nccl.plan(topology, fabric(), "2.20.5", "eth0", gid_index_override=index)
+    message = str(info.value)
+    assert message.startswith(f"nccl_config_ib_gid_index: {index} is a link-local GID")
+    assert "mlx5_0 port 1 (eth1)" in message and "RoCE v2 IPv4 GID is index 3" in message

@@ -52,6 +52,10 @@ def lab_intent() -> Dict[str, Any]:
             out[key] = str(REPO / value[len("{{ inventory_dir }}/../../") :])
         elif isinstance(value, str) and "{{" in value:
             out[key] = "/lab/" + key
+    # The cluster check refuses a kubeconfig that does not exist on the controller: without a
+    # running lab, the intent names a stand-in (never read by the unit tests).
+    if not Path(out.get("gpufabric_kubeconfig") or "").is_file():
+        out["gpufabric_kubeconfig"] = str(HERE / "cases" / "kubeconfig")
     return out
 
 
@@ -81,8 +85,18 @@ def check(specs, scope: str, variables: Dict[str, Any]):
         "cluster": _intent_rules.CLUSTER_RULES,
         "upgrade": _intent_rules.UPGRADE_RULES,
     }[scope]
+    given_rules = _intent_rules.NODE_GIVEN_RULES if scope == "node" else ()
     return _intent.check_scope(
-        specs, entry, roles, variables, rules, render_default, "plan", RUNTIME_NAMES, IGNORED_PREFIXES
+        specs,
+        entry,
+        roles,
+        variables,
+        rules,
+        render_default,
+        "plan",
+        RUNTIME_NAMES,
+        IGNORED_PREFIXES,
+        given_rules=given_rules,
     )
 
 

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from conftest import HERE, check, lab_intent, node_facts
 
-from ansible_collections.gpufabric.rollout.plugins.action.plan import load_skew_rules
+from ansible_collections.gpufabric.rollout.plugins.action.plan import load_skew_rules, refusal
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import cluster as _plan_cluster
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node as _plan_node
 
@@ -101,3 +101,11 @@ def test_the_lab_intent_is_valid(scope, specs):
         assert values["gpufabric_fabric"]["lossless_priority"] == 3
         assert values["roce_backend"] == "auto", "role defaults are filled in"
         assert values["doca_ofed_repo_release"] == "2.9.1", "templated defaults are rendered"
+
+
+def test_the_refusal_names_the_plan_in_the_users_terms():
+    """The cluster checks run on the controller's host (localhost): they refuse the cluster plan, not a node's."""
+    for part in ("check_cluster", "cluster"):
+        assert refusal(part, "localhost", ["x: bad"]) == "The cluster plan is refused (1 problem(s)):\n- x: bad"
+    assert refusal("check_node", "gpu-node-01", ["a", "b"]).startswith("The plan for node gpu-node-01 is refused (2 ")
+    assert refusal("upgrade", "localhost", ["a"]).startswith("The upgrade plan is refused")

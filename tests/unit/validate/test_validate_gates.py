@@ -29,11 +29,13 @@ def test_gates_validate_their_input():
     for bad, message in (
         ({"rdma_fracton": 1}, "unknown gate"),
         ({"hbm_fraction": 0}, "above 0"),
+        ({"rdma_fraction": 1.2}, "at most 1$"),
         ({"pcie_fraction": True}, "number"),
         ({"nvlink_fraction": "x"}, "number"),
     ):
         with pytest.raises(_gates.GateError, match=message):
             _gates.gates(bad)
+    assert _gates.gates({"rdma_fraction": 1})["rdma_fraction"] == 1.0
 
 
 def test_hbm_and_nvlink_limits():
