@@ -65,7 +65,8 @@ def compact_topology(topology: Mapping[str, Any]) -> Dict[str, Any]:
         "gpus": [{"model": g.get("model"), "bdf": g.get("bdf")} for g in topology.get("gpus") or []],
         "nics": nics,
         "rails": [
-            {k: r.get(k) for k in ("rail", "gpu", "gpu_bdf", "nic", "netdev")} for r in topology.get("rails") or []
+            {k: r.get(k) for k in ("rail", "gpu", "gpu_bdf", "nic", "netdev", "roce_netdev")}
+            for r in topology.get("rails") or []
         ],
         "rails_excluded": [dict(x) for x in topology.get("rails_excluded") or []],
         "numa_nodes": list(topology.get("numa_nodes") or []),

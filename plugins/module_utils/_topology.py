@@ -393,6 +393,9 @@ def discover(
                     "nic": n["rdma_device"],
                     "nic_bdf": n["bdf"],
                     "netdev": n["ports"][0]["netdev"] if n["ports"] else None,
+                    # the netdev that carries the RoCE v2 IPv4 address and GID (a VLAN netdev or the PF's)
+                    "roce_netdev": ((n["ports"][0].get("roce_v2_ipv4") or {}).get("ndev") if n["ports"] else None)
+                    or (n["ports"][0]["netdev"] if n["ports"] else None),
                     "path": matrix[gi][col],
                 }
             )
