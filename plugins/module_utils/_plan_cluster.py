@@ -355,6 +355,12 @@ def node_summary(node_plan: Mapping[str, Any], topology: Mapping[str, Any]) -> s
     if left_out:
         rails += "; not a rail: " + "; ".join(left_out)
     parts.append(rails)
+    for acs in roce.get("acs_redirect") or []:
+        parts.append(
+            "ACS redirect on {} ({}): {}".format(
+                acs["bridge"], ", ".join(acs["paths"]) or "GPU-NIC path", acs["action"]
+            )
+        )
     doca = node_plan.get("doca_ofed")
     if doca:
         parts.append(

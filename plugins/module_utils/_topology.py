@@ -432,6 +432,7 @@ def discover(
             {
                 "class": "acs_redirect",
                 "device": b,
+                "paths": list(acs_seen[b]),
                 "message": f"PCIe bridge {b} has ACS redirect on (ACSCtl 0x{ctl:04x}) on the peer-to-peer path "
                 f"of {', '.join(acs_seen[b])}; GPUDirect RDMA traffic is sent up to the root complex",
             }
