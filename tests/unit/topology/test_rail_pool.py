@@ -34,7 +34,7 @@ def _cpu_card(bus, numa, first_bus, storage):
     return {"bus": f"0000:{bus}", "numa": numa, "devices": [rp]}
 
 
-def layout(down=None):
+def layout(down=None, slow=None):
     spec = json.loads((REPO / "lab/snapshots/layouts/dgx-h200-8x8.json").read_text(encoding="utf-8"))
     spec = copy.deepcopy(spec)
     switched = [hb for hb in spec["host_bridges"] if hb["devices"][0]["children"][0]["kind"] == "switch"]
@@ -47,10 +47,11 @@ def layout(down=None):
     cards = [_cpu_card("c8", 0, "c9", 0), _cpu_card("d0", 0, "d1", 2), _cpu_card("d8", 1, "d9", 4),
              _cpu_card("e0", 1, "e1", 6)]  # fmt: skip
     spec["host_bridges"] = sorted(switched + cards, key=lambda hb: hb["bus"])
-    if down:
-        for nic in _nics(spec):
-            if nic["bdf"] == down:
-                nic["port"]["state"] = "DOWN"
+    for nic in _nics(spec):
+        if nic["bdf"] == down:
+            nic["port"]["state"] = "DOWN"
+        if nic["bdf"] == slow:
+            nic["port"]["rate"] = "200 Gb/sec (4X HDR)"
     return spec
 
 
@@ -126,3 +127,21 @@ def test_a_down_rail_nic_is_never_a_rail(snapshots, tmp_path):
         (f"GPU{i}", nic, "PXB") for i, nic in enumerate(SWITCH_NICS) if i != 5
     ]
     assert facts["nccl"]["ib_hca"] == "=" + ",".join(f"{n}:1" for n in SWITCH_NICS if n != dead)
+
+
+def test_a_rail_nic_with_a_slower_link_is_never_a_rail(snapshots, tmp_path):
+    facts = discover(snapshots, tmp_path, layout(slow="0000:3a:00.0"))
+    (excluded,) = facts["rails_excluded"]
+    assert excluded["nic"] == "mlx5_2"
+    assert excluded["gpus"] == ["GPU2"]
+    assert "200.0 Gb/s, below the other rail NICs' 400.0 Gb/s" in excluded["state"]
+    assert "mlx5_2" not in [r["nic"] for r in facts["rails"]]
+
+
+def test_a_nic_without_a_roce_v2_ipv4_gid_is_never_a_rail(sysroot):
+    """lab/snapshots/layouts/roce-vlan-gid.json: mlx5_1 has no IPv4 address yet."""
+    facts = T.discover(sysroot("roce-vlan-gid@1"))
+    (excluded,) = facts["rails_excluded"]
+    assert (excluded["nic"], excluded["gpus"]) == ("mlx5_1", ["GPU1"])
+    assert "no RoCE v2 GID with an IPv4 address" in excluded["state"]
+    assert facts["nccl"]["ib_hca"] == "=mlx5_0:1"
