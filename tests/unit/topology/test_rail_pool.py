@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils import _topology as T
+from ansible_collections.gpufabric.rollout.plugins.module_utils._topology_report import format_report
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -136,6 +137,9 @@ def test_a_rail_nic_with_a_slower_link_is_never_a_rail(snapshots, tmp_path):
     assert excluded["gpus"] == ["GPU2"]
     assert "200.0 Gb/s, below the other rail NICs' 400.0 Gb/s" in excluded["state"]
     assert "mlx5_2" not in [r["nic"] for r in facts["rails"]]
+    report = format_report(facts)
+    assert "  not a rail: mlx5_2 (0000:3a:00.0) mlx5_2/1" in report and "needed by GPU2" in report
+    assert "  storage: mlx5_8 (0000:c9:00.0) on a CPU root port" in report
 
 
 def test_a_nic_without_a_roce_v2_ipv4_gid_is_never_a_rail(sysroot):
@@ -145,3 +149,4 @@ def test_a_nic_without_a_roce_v2_ipv4_gid_is_never_a_rail(sysroot):
     assert (excluded["nic"], excluded["gpus"]) == ("mlx5_1", ["GPU1"])
     assert "no RoCE v2 GID with an IPv4 address" in excluded["state"]
     assert facts["nccl"]["ib_hca"] == "=mlx5_0:1"
+    assert "-> mlx5_0 enp68s0np0 (RoCE on enp68s0np0.100) [PIX]" in format_report(facts)
