@@ -50,6 +50,14 @@ options:
     type: list
     elements: str
     default: []
+  rail_nics:
+    description:
+      - RDMA device names, netdev names or PCI addresses of NICs kept in the GPU matching
+        pool although they sit on a CPU root port or are of another speed class (by default
+        those are classified out of the rails).
+    type: list
+    elements: str
+    default: []
   nccl_topo_xml:
     description:
       - Also return C(nccl_topo_xml), an NCCL topology file (C(NCCL_TOPO_FILE) format) rendered
@@ -162,7 +170,7 @@ def run(params, runner):
             parse_topo_matrix(text)
         except ParseError as exc:
             raise exc.within(f"{origin} (GPU/NIC matrix of this host)") from None
-    facts = discover(params["sysroot"], text, params["storage_nics"])
+    facts = discover(params["sysroot"], text, params["storage_nics"], params["rail_nics"])
     result = {
         "ansible_facts": {"gpufabric_topology": facts},
         "report": format_report(facts),
@@ -179,6 +187,7 @@ def main():
             sysroot=dict(type="path", default="/"),
             nvidia_smi=dict(type="str", default="auto", choices=["auto", "file", "command", "never"]),
             storage_nics=dict(type="list", elements="str", default=[]),
+            rail_nics=dict(type="list", elements="str", default=[]),
             nccl_topo_xml=dict(type="bool", default=False),
         ),
         supports_check_mode=True,

@@ -68,7 +68,15 @@ def format_report(facts: Dict[str, Any], hostname: str = "") -> str:
     if not facts["rails"]:
         out.append("  (none)")
     for r in facts["rails"]:
-        out.append(f"  rail {r['rail']}: {r['gpu']} ({r['gpu_bdf']}) -> {r['nic']} {r['netdev'] or ''} [{r['path']}]")
+        roce = r.get("roce_netdev")
+        via = f" (RoCE on {roce})" if roce and roce != r["netdev"] else ""
+        out.append(
+            f"  rail {r['rail']}: {r['gpu']} ({r['gpu_bdf']}) -> {r['nic']} {r['netdev'] or ''}{via} [{r['path']}]"
+        )
+    for x in facts.get("rails_excluded") or []:
+        out.append(f"  not a rail: {x['nic']} ({x['bdf']}) {x['state']}; needed by {', '.join(x['gpus']) or '-'}")
+    for x in facts.get("rail_pool_out") or []:
+        out.append(f"  {x['role']}: {x['nic']} ({x['bdf']}) {x['reason']}")
     out.append(
         f"NCCL_IB_HCA={facts['nccl']['ib_hca'] or '-'}  NCCL_NET_GDR_LEVEL={facts['nccl']['net_gdr_level'] or '-'}"
     )

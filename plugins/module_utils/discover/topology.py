@@ -29,7 +29,11 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.discover.pci imp
     path_bridges,
     path_class,
 )
-from ansible_collections.gpufabric.rollout.plugins.module_utils.discover.rails import plan_rails
+from ansible_collections.gpufabric.rollout.plugins.module_utils.discover.rails import (
+    classify_pool,
+    healthy_rails,
+    name_key,
+)
 from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers.topology import (
     ACS_REDIRECT_MASK,
     nvlink_count,
@@ -133,12 +137,18 @@ def _cpuinfo(sr: Sysroot) -> Dict[str, Any]:
     return info
 
 
-def discover(sysroot: str, topo_text: Optional[str] = None, storage_nics: Optional[List[str]] = None) -> Dict[str, Any]:
+def discover(
+    sysroot: str,
+    topo_text: Optional[str] = None,
+    storage_nics: Optional[List[str]] = None,
+    rail_nics: Optional[List[str]] = None,
+) -> Dict[str, Any]:
     """Discover the topology under ``sysroot``.
 
     ``topo_text``: output of `nvidia-smi topo -m` (from the tool, or the snapshot's
     nvidia-smi-topo-m.txt); it adds NVLink counts. ``storage_nics``: RDMA device names, netdev
-    names or BDFs kept out of the rails (role storage). Raises TopologyError on an unusable
+    names or BDFs kept out of the rails (role storage). ``rail_nics``: the same, kept in the GPU
+    matching pool although on a CPU root port or of another speed class. Raises TopologyError on an unusable
     sysroot.
     """
     validate_sysroot(sysroot)
@@ -346,10 +356,25 @@ def discover(sysroot: str, topo_text: Optional[str] = None, storage_nics: Option
         for n in candidates
         if not ({n["bdf"], n["rdma_device"].lower(), *(x.lower() for x in n["netdevs"])} & excluded)
     ]
+    # Out of the matching by default (``rail_nics`` keeps them in): NICs on CPU root ports and
+    # NICs of another speed class. NICs that cannot carry a rail now (port down, no RoCE v2
+    # IPv4 GID, a slower link) are never matched; ``rails_excluded`` names them and the GPUs
+    # that needed them. The pool is in numeric name order (mlx5_2 before mlx5_10).
+    pool.sort(key=lambda n: name_key(n["rdma_device"]))
+    pool, classified = classify_pool(pool, gpu_nic, {x.lower() for x in (rail_nics or [])})
+    for item in classified:
+        nic = next(n for n in nics if n["rdma_device"] == item["nic"])
+        nic["role"] = item["role"]
     rails: List[Dict[str, Any]] = []
+    rails_excluded: List[Dict[str, Any]] = []
+    if gpus and pool:
+        pool, choice, rails_excluded = healthy_rails(
+            pool,
+            [g["name"] for g in gpus],
+            lambda ns: [[gpu_nic[g["name"]][n["rdma_device"]] for n in ns] for g in gpus],
+        )
     if gpus and pool:
         matrix = [[gpu_nic[g["name"]][n["rdma_device"]] for n in pool] for g in gpus]
-        choice = plan_rails(matrix)
         served: Dict[int, int] = {}
         for gi, col in enumerate(choice):
             served.setdefault(col, gi)
@@ -368,11 +393,15 @@ def discover(sysroot: str, topo_text: Optional[str] = None, storage_nics: Option
                     "nic": n["rdma_device"],
                     "nic_bdf": n["bdf"],
                     "netdev": n["ports"][0]["netdev"] if n["ports"] else None,
+                    # the netdev that carries the RoCE v2 IPv4 address and GID (a VLAN netdev or the PF's)
+                    "roce_netdev": ((n["ports"][0].get("roce_v2_ipv4") or {}).get("ndev") if n["ports"] else None)
+                    or (n["ports"][0]["netdev"] if n["ports"] else None),
                     "path": matrix[gi][col],
                 }
             )
+    kept_out = {x["nic"] for x in rails_excluded} | {c["nic"] for c in classified}
     for n in nics:
-        if n["role"] != "compute" and n in candidates:
+        if n["role"] == "other" and n in candidates and n["rdma_device"] not in kept_out:
             n["role"] = "storage"
 
     compute = sorted((n for n in nics if n["role"] == "compute"), key=lambda n: n["rail"])
@@ -403,6 +432,7 @@ def discover(sysroot: str, topo_text: Optional[str] = None, storage_nics: Option
             {
                 "class": "acs_redirect",
                 "device": b,
+                "paths": list(acs_seen[b]),
                 "message": f"PCIe bridge {b} has ACS redirect on (ACSCtl 0x{ctl:04x}) on the peer-to-peer path "
                 f"of {', '.join(acs_seen[b])}; GPUDirect RDMA traffic is sent up to the root complex",
             }
@@ -477,6 +507,8 @@ def discover(sysroot: str, topo_text: Optional[str] = None, storage_nics: Option
         "pcie": pcie,
         "paths": paths,
         "rails": rails,
+        "rails_excluded": rails_excluded,
+        "rail_pool_out": classified,
         "nccl": nccl,
         "warnings": warnings,
     }

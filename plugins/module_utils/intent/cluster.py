@@ -61,6 +61,7 @@ def node_rails(node: str, facts: Dict[str, Any]) -> Dict[int, Dict[str, Any]]:
     """rail index -> facts of the NIC serving it on this node (compute NICs with a rail)."""
     by_rail: Dict[int, Dict[str, Any]] = {}
     rail_netdev = {r.get("rail"): r.get("netdev") for r in facts.get("rails") or []}
+    rail_roce = {r.get("rail"): r.get("roce_netdev") for r in facts.get("rails") or []}
     for nic in facts.get("nics") or []:
         rail = nic.get("rail")
         if rail is None:
@@ -80,6 +81,8 @@ def node_rails(node: str, facts: Dict[str, Any]) -> Dict[int, Dict[str, Any]]:
             "function": nic.get("function") or "pf",
             "numa_node": nic.get("numa_node"),
             "netdev": netdev,
+            # where the RoCE v2 IPv4 address and GID live: a VLAN netdev on the PF, or the PF's own
+            "roce_netdev": rail_roce.get(rail) or netdev,
             "rdma_device": nic.get("rdma_device"),
             "port": int((port or {}).get("port") or 1),
             "mtu": (port or {}).get("mtu"),
@@ -111,6 +114,7 @@ def group_nodes(
                     rails[r]["vendor_id"],
                     rails[r]["device_id"],
                     rails[r]["netdev"],
+                    rails[r]["roce_netdev"],
                     rails[r]["rdma_device"],
                     rails[r]["port"],
                 )

@@ -184,6 +184,8 @@ def rails_rules(values: Mapping[str, Any], problems: Problems) -> None:
         in_range(problems, p + "per_node_prefix", rails.get("per_node_prefix"), 8, 32)
     in_range(problems, p + "rdma_hca_max", rails.get("rdma_hca_max"), 1, 1000)
     in_range(problems, p + "sriov_num_vfs", rails.get("sriov_num_vfs"), 1, 255)
+    if rails.get("min_rails") is not None:
+        in_range(problems, p + "min_rails", rails.get("min_rails"), 1, 64)
     for key in ("pool_namespace", "nad_namespace"):
         dns_label(problems, p + key, rails.get(key))
     for key in ("label_prefix", "resource_prefix", "sriov_resource_prefix"):

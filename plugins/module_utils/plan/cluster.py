@@ -16,9 +16,11 @@ import json
 import os
 import tempfile
 import time
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import k8s_publish as _k8s_publish
+from ansible_collections.gpufabric.rollout.plugins.module_utils.discover import rails as _topology_rails
+from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.check import show
 from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.cluster import ClusterPlanError
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import gpu_operator as _plan_gpu_operator
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import networks as _cluster_plan
@@ -61,8 +63,10 @@ def compact_topology(topology: Mapping[str, Any]) -> Dict[str, Any]:
         "gpus": [{"model": g.get("model"), "bdf": g.get("bdf")} for g in topology.get("gpus") or []],
         "nics": nics,
         "rails": [
-            {k: r.get(k) for k in ("rail", "gpu", "gpu_bdf", "nic", "netdev")} for r in topology.get("rails") or []
+            {k: r.get(k) for k in ("rail", "gpu", "gpu_bdf", "nic", "netdev", "roce_netdev")}
+            for r in topology.get("rails") or []
         ],
+        "rails_excluded": [dict(x) for x in topology.get("rails_excluded") or []],
         "numa_nodes": list(topology.get("numa_nodes") or []),
         "nccl": {"net_gdr_level": (topology.get("nccl") or {}).get("net_gdr_level")},
     }
@@ -199,6 +203,33 @@ def cross_node_problems(nodes: Mapping[str, Mapping[str, Any]]) -> List[str]:
     return problems
 
 
+def rail_exclusions(values: Mapping[str, Any], nodes: Mapping[str, Mapping[str, Any]]) -> Tuple[List[str], List[str]]:
+    """(problems, notes) for the rail NICs discovery left out (port down, no RoCE v2 IPv4 GID,
+    slower link). Refused unless ``gpufabric_rails.min_rails`` allows the rails that remain."""
+    minimum = (values.get("gpufabric_rails") or {}).get("min_rails")
+    problems: List[str] = []
+    notes: List[str] = []
+    for host, record in sorted(nodes.items()):
+        topo = record.get("topology") or {}
+        excluded = topo.get("rails_excluded") or []
+        if not excluded:
+            continue
+        left = len({r.get("nic") for r in topo.get("rails") or []})
+        what = "; ".join(
+            "{} ({}): {}, needed by {}".format(x["nic"], x["bdf"], x["state"], ", ".join(x["gpus"]) or "no GPU")
+            for x in excluded
+        )
+        if minimum is None or left < int(minimum):
+            problems.append(
+                f"gpufabric_rails.min_rails: {show(minimum)}; {host} has {left} healthy rail NIC(s) and "
+                f"cannot use {what}; "
+                f"repair the NIC, or set gpufabric_rails.min_rails to at most {left} to plan {left} rail(s) without it"
+            )
+        else:
+            notes.append(f"{host}: {left} rail(s), left out {what} (gpufabric_rails.min_rails {minimum})")
+    return problems, notes
+
+
 def network_operator_values(values: Mapping[str, Any], rails: Mapping[str, Any]) -> Dict[str, Any]:
     """The Network Operator chart's values: structured variables, then the extra_values escape hatch."""
     sriov = values.get("network_operator_sriov_operator_enabled")
@@ -244,6 +275,8 @@ def plan(
         raise PlanError(["gpu_nodes: the inventory has no GPU nodes to plan for"])
     nodes = {host: dict(record) for host, record in records.items() if record is not None}
     problems = cross_node_problems(nodes)
+    rail_problems, rail_notes = rail_exclusions(values, nodes)
+    problems.extend(rail_problems)
     if problems:
         raise PlanError(problems)
     first = nodes[sorted(nodes)[0]]
@@ -301,6 +334,7 @@ def plan(
         "storage": storage,
         "gpu_operator": gpu_operator,
         "skew_notes": skew_notes,
+        "rail_notes": rail_notes,
     }
     result["summary"] = summary_text(result)
     return result
@@ -317,6 +351,21 @@ def node_summary(node_plan: Mapping[str, Any], topology: Mapping[str, Any]) -> s
         f"{len(gpus)}x {model}",
         f"QoS on {len(roce.get('interfaces') or [])} NICs ({roce.get('backend')})",
     ]
+    rail_nics = sorted({r.get("nic") for r in topology.get("rails") or []}, key=_topology_rails.name_key)
+    rails = f"{len(rail_nics)} rails ({', '.join(rail_nics) or 'none'})"
+    left_out = [
+        f"{x['nic']} {x['state']} (needed by {', '.join(x['gpus']) or 'no GPU'})"
+        for x in topology.get("rails_excluded") or []
+    ]
+    if left_out:
+        rails += "; not a rail: " + "; ".join(left_out)
+    parts.append(rails)
+    for acs in roce.get("acs_redirect") or []:
+        parts.append(
+            "ACS redirect on {} ({}): {}".format(
+                acs["bridge"], ", ".join(acs["paths"]) or "GPU-NIC path", acs["action"]
+            )
+        )
     doca = node_plan.get("doca_ofed")
     if doca:
         parts.append(
@@ -362,6 +411,7 @@ def summary_text(result: Mapping[str, Any]) -> str:
     lines.append(f"objects: {counts}")
     lines.extend(_plan_storage_csi.summary_lines(result.get("storage")))
     lines.extend(f"version skew: {note}" for note in result.get("skew_notes") or [])
+    lines.extend(f"rails: {note}" for note in result.get("rail_notes") or [])
     return "\n".join(lines) + "\n"
 
 

@@ -19,12 +19,15 @@ The layout follows what NCCL itself builds from sysfs and dumps with NCCL_TOPO_D
   counts of `nvidia-smi topo -m`; an 18-link SM90 GPU is taken to hang off NVSwitches
   (``target="fffffff:ff:ff.0" tclass="0x068000"``, what NCCL 2.27 dumped on a 2x H200 host whose switches are not
   visible as a PCI device), other counts are direct GPU links (``tclass="0x030200"``).
-* ``<nic><net name dev speed port latency guid maxconn gdr/></nic>`` in the NIC's ``<pci>``.
+* ``<nic><net name dev speed port latency guid maxconn gdr/></nic>`` in the ``<pci>`` of the NIC's
+  bus with device and function 0, numbered and ordered as NCCL's IB transport does
+  (:func:`nccl_net_devices`).
 Children of a node are ordered by bus id, as NCCL keeps them.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 from xml.sax.saxutils import quoteattr
 
@@ -72,6 +75,52 @@ def _hex_guid(guid: Optional[str]) -> str:
     if not guid:
         return "0x0"
     return "0x" + (guid.replace(":", "").lstrip("0") or "0")
+
+
+def _bdf_key(bdf: str) -> Tuple[int, ...]:
+    """(domain, bus, device, function) as numbers: mlx5_10 on 0000:9a:00.0 after mlx5_2 on 0000:1a:00.0."""
+    m = re.match(r"^([0-9a-fA-F]+):([0-9a-fA-F]+):([0-9a-fA-F]+)\.([0-7])$", bdf or "")
+    if not m:
+        return ()
+    return tuple(int(x, 16) for x in m.groups())
+
+
+def merged_busid(bdf: str) -> str:
+    """The PCI node NCCL hangs a NIC's ``<net>`` in: device and function set to 0 (ports, VFs merged)."""
+    return bdf.rsplit(":", 1)[0] + ":00.0" if _bdf_key(bdf) else bdf
+
+
+def _numeric_name(name: str) -> Tuple[Any, ...]:
+    return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name or ""))
+
+
+def nccl_net_devices(nics: List[Dict[str, Any]]) -> List[Tuple[Dict[str, Any], Dict[str, Any], int]]:
+    """The NET devices of NCCL's IB transport, in NCCL's index order: [(nic, port, port attribute)].
+
+    NVIDIA/nccl src/transport/net_ib/init.cc (ncclIbInitDevices, ncclIbCompareDevs,
+    ncclIbGetRealPort, ncclIbGetPhysProperties): one device per port whose state is ACTIVE and
+    whose link layer is InfiniBand or Ethernet; the list is then sorted by the device's PCI
+    address (NCCL_IB_DEVICE_PCI_ORDER, on by default), devices without one last; the index in
+    that list is the ``dev`` of ``<net>``. The ``port`` NCCL reports is the verbs port plus the
+    number of earlier devices on the same PCI bus (the other ports of a multi-port NIC). Devices
+    with equal addresses keep verbs order, taken here as the numeric order of their names.
+    """
+    found = []
+    for n in nics:
+        for p in n.get("ports") or []:
+            if p.get("link_layer") not in ("Ethernet", "InfiniBand") or p.get("state") != "ACTIVE":
+                continue
+            key = _bdf_key(n.get("bdf") or "")
+            found.append((not key, key, _numeric_name(n.get("rdma_device") or ""), p.get("port") or 0, n, p))
+    found.sort(key=lambda f: f[:4])
+    out = []
+    seen: List[Tuple[int, ...]] = []
+    for _, key, _, _, n, p in found:
+        bus = key[:2]
+        real = sum(1 for b in seen if key and b == bus)
+        seen.append(bus)
+        out.append((n, p, int(p.get("port") or 0) + real))
+    return out
 
 
 def render_nccl_topo_xml(facts: Dict[str, Any]) -> str:
@@ -145,33 +194,30 @@ def render_nccl_topo_xml(facts: Dict[str, Any]) -> str:
                 )
         node.subs.append(gnode)
 
-    net_dev = 0
-    for n in sorted(facts["nics"], key=lambda x: x["rdma_device"]):
-        ports = [p for p in n["ports"] if p.get("link_layer") in ("Ethernet", "InfiniBand")]
-        if not ports:
-            continue
-        node = pci_node(n, n["bdf"])
-        nic = _Node("nic", [])
-        for p in ports:
-            name = n["rdma_device"] if len(ports) == 1 else f"{n['rdma_device']}:{p['port']}"
-            speed = int((p.get("rate_gbps") or 0) * 1000)
-            nic.subs.append(
-                _Node(
-                    "net",
-                    [
-                        ("name", name),
-                        ("dev", str(net_dev)),
-                        ("speed", str(speed)),
-                        ("port", str(p["port"])),
-                        ("latency", "0"),
-                        ("guid", _hex_guid(n.get("node_guid"))),
-                        ("maxconn", "131072"),
-                        ("gdr", "1" if n.get("role") == "compute" else "0"),
-                    ],
-                )
+    by_pci: Dict[str, _Node] = {}
+    for dev_index, (n, p, port) in enumerate(nccl_net_devices(facts["nics"])):
+        busid = merged_busid(n["bdf"])
+        if busid not in by_pci:
+            owner = next((x for x in facts["nics"] if x["bdf"] == busid), n)
+            nic = _Node("nic", [])
+            pci_node(owner, busid).subs.append(nic)
+            by_pci[busid] = nic
+        speed = int((p.get("rate_gbps") or 0) * 1000)
+        by_pci[busid].subs.append(
+            _Node(
+                "net",
+                [
+                    ("name", n["rdma_device"]),
+                    ("dev", str(dev_index)),
+                    ("speed", str(speed)),
+                    ("port", str(port)),
+                    ("latency", "0"),
+                    ("guid", _hex_guid(n.get("node_guid"))),
+                    ("maxconn", "131072"),
+                    ("gdr", "1" if n.get("role") == "compute" else "0"),
+                ],
             )
-            net_dev += 1
-        node.subs.append(nic)
+        )
 
     def sort(node: _Node) -> None:
         node.subs.sort(key=lambda s: (s.tag != "pci", s.key()))

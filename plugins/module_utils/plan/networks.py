@@ -102,9 +102,13 @@ def plan_cluster(
         if pool is not None:
             pools.append(pool)
         # One NAD per rail when the parent netdev has one name everywhere, else one per node group.
+        # A macvlan/ipvlan rail without a VLAN of its own hangs off the netdev that carries the
+        # node's RoCE address (a VLAN netdev when the address is there), so Pods share its GID.
         by_dev: Dict[Any, List[Dict[str, Any]]] = {}
+        follow_roce = spec["nad_type"] in ("macvlan", "ipvlan") and spec.get("vlan") is None
         for g in spec["_groups"]:
-            by_dev.setdefault(rails_of[g["example"]][rail]["netdev"], []).append(g)
+            nic = rails_of[g["example"]][rail]
+            by_dev.setdefault((nic.get("roce_netdev") or nic["netdev"]) if follow_roce else nic["netdev"], []).append(g)
         nad_names = []
         nad_by_group: Dict[str, str] = {}  # the NAD a Pod of each node group attaches for this rail
         if spec["nad_type"] == "sriov" and cfg["sriov_nad_owner"] == "sriovnetwork":
@@ -138,6 +142,17 @@ def plan_cluster(
                 "per_node_prefix": spec.get("_prefix"),
                 "nads": nad_names,
                 "nad_by_group": nad_by_group,
+                # the parent netdev of the rail's NADs in each node group, and why
+                "parent_by_group": {
+                    g["name"]: {
+                        "netdev": dev,
+                        "why": "carries the RoCE v2 IPv4 address (VLAN netdev)"
+                        if follow_roce and dev != rails_of[g["example"]][rail]["netdev"]
+                        else "the rail NIC's netdev",
+                    }
+                    for dev, gs in by_dev.items()
+                    for g in gs
+                },
                 "node_groups": [g["name"] for g in spec["_groups"]],
                 "nodes": spec["_nodes"],
                 "capacity": capacity,

@@ -145,8 +145,28 @@ def roce_section(
             + " on this node; name the NICs to configure, or set roce_include_storage: true"
         )
     plan["rails"] = _qos_plan.rail_summary(plan)
+    plan["acs_redirect"] = acs_redirect_plan(topology, bool(options["disable_acs_redirect"]))
     plan["check_rail_consistency"] = bool(values.get("roce_check_rail_consistency", True))
     return plan
+
+
+def acs_redirect_plan(topology: Mapping[str, Any], clear: bool) -> List[Dict[str, Any]]:
+    """Every PCIe bridge with ACS redirect on a GPU-NIC peer-to-peer path, and what the run does about it."""
+    out = []
+    for warning in topology.get("warnings") or []:
+        if warning.get("class") != "acs_redirect":
+            continue
+        out.append(
+            {
+                "bridge": warning.get("device"),
+                "paths": list(warning.get("paths") or []),
+                "action": "cleared by pcie_acs (roce_disable_acs_redirect: true)"
+                if clear
+                else "left on: GPUDirect RDMA peer-to-peer traffic goes up to the root complex (P2P lost); "
+                "set roce_disable_acs_redirect: true to clear it",
+            }
+        )
+    return out
 
 
 # --------------------------------------------------------------------------------------------- nccl

@@ -53,7 +53,7 @@ def test_top_level(case, facts_of):
     assert facts["schema_version"] == 1
     assert set(facts) == {
         "schema_version", "sysroot", "virtualized", "cpu", "system", "iommu", "numa_nodes",
-        "gpus", "nics", "pcie", "paths", "rails", "nccl", "warnings",
+        "gpus", "nics", "pcie", "paths", "rails", "rails_excluded", "rail_pool_out", "nccl", "warnings",
     }  # fmt: skip
     for key in ("virtualized", "iommu", "cpu", "system", "numa_nodes"):
         assert facts[key] == exp[key], key

@@ -86,7 +86,8 @@ def test_dgx_layout(sysroot):
             ("fffffff:ff:ff.0", "18", "0x068000")
         ]
     nets = {n.get("name"): n for n in root.iter("net")}
-    assert sorted(nets) == [f"mlx5_{i}" for i in range(10)]
+    # mlx5_7's port is DOWN: NCCL's IB transport gives it no NET device
+    assert sorted(nets) == [f"mlx5_{i}" for i in range(10) if i != 7]
     assert nets["mlx5_0"].get("speed") == "400000"
     assert nets["mlx5_0"].get("gdr") == "1"
     assert nets["mlx5_2"].get("gdr") == "0"  # storage NIC
@@ -133,3 +134,31 @@ def test_real_two_gpu_matrix_gives_nv18_both_ways():
     assert parsed["matrix"]["GPU0"]["GPU1"] == "NV18"
     assert parsed["matrix"]["GPU1"]["GPU0"] == "NV18"
     assert parsed["cpu_affinity"] == {"GPU0": "0-31", "GPU1": "0-31"}
+
+
+def _nic(name, bdf, port=1, state="ACTIVE", link="Ethernet"):
+    return {
+        "rdma_device": name, "bdf": bdf, "pci_path": [], "numa_node": 0, "class": "0x020000",
+        "vendor_id": "15b3", "device_id": "1021", "node_guid": "b83f:d203:00c4:1000",
+        "pcie": {"max_speed": "32.0 GT/s PCIe", "max_width": 16}, "role": "compute",
+        "ports": [{"port": port, "state": state, "link_layer": link, "rate_gbps": 400}],
+    }  # fmt: skip
+
+
+def test_net_devices_numbered_as_nccl_does():
+    """NCCL numbers NET devices by PCI address (src/transport/net_ib/init.cc), not by name."""
+    nics = [
+        _nic("mlx5_10", "0000:9a:00.0"),
+        _nic("mlx5_2", "0000:1a:00.0"),
+        _nic("mlx5_3", "0000:1a:00.1"),  # second port of the same card
+        _nic("mlx5_4", "0000:2a:00.0", state="DOWN"),
+        _nic("mlx5_5", "0000:3a:00.0", link="Unknown"),
+        _nic("mlx5_11", "0001:05:00.0"),
+    ]
+    facts = {"gpus": [], "nics": nics, "pcie": {"bridges": []}, "numa_nodes": [], "cpu": {}, "paths": {}}
+    root = ET.fromstring(X.render_nccl_topo_xml(facts))
+    nets = [(n.get("name"), n.get("dev"), n.get("port")) for n in root.iter("net")]
+    assert nets == [("mlx5_2", "0", "1"), ("mlx5_3", "1", "2"), ("mlx5_10", "2", "1"), ("mlx5_11", "3", "1")]
+    # both ports of the card share the <pci> of function 0, as NCCL merges them
+    pci = {p.get("busid"): [n.get("name") for n in p.iter("net")] for p in root.iter("pci")}
+    assert pci == {"0000:1a:00.0": ["mlx5_2", "mlx5_3"], "0000:9a:00.0": ["mlx5_10"], "0001:05:00.0": ["mlx5_11"]}
