@@ -41,8 +41,11 @@ up() {
                 -z "$(node_port "${name}")" ]]; then
                 log "node ${name} was made from another image; replacing it"
                 podman rm -f -t 2 "${name}" >/dev/null
+            elif ! running "${name}" && ! { podman start "${name}" >/dev/null 2>&1 && sleep 1 && running "${name}"; }; then
+                # A container left by an earlier boot of this machine can fail to start or exit at once.
+                log "node ${name} does not stay up; replacing it"
+                podman rm -f -t 2 "${name}" >/dev/null
             else
-                [[ "$(podman inspect -f '{{.State.Running}}' "${name}")" == true ]] || podman start "${name}" >/dev/null
                 log "node ${name} is up"
                 continue
             fi
@@ -71,6 +74,8 @@ create() {
     podman start "${name}" >/dev/null
     log "started node ${name} (${ref}, sshd on 127.0.0.1:${port})"
 }
+
+running() { [[ "$(podman inspect -f '{{.State.Running}}' "$1" 2>/dev/null)" == true ]]; }
 
 node_port() { podman inspect -f "{{index .Config.Labels \"${PORT_LABEL}\"}}" "$1" 2>/dev/null | sed 's/<no value>//'; }
 
