@@ -198,6 +198,7 @@ def plots(checks: List[Dict[str, Any]], series: Optional[Dict[str, Any]] = None)
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em;color:#222;max-width:1200px}
+body{overflow-wrap:anywhere}
 h1{font-size:1.5em} h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid #ccc}
 .ok{color:#2e7d32;font-weight:bold} .bad{color:#c62828;font-weight:bold}
 table{border-collapse:collapse;font-size:.85em;width:100%} td,th{border:1px solid #ddd;padding:3px 6px;text-align:left}
