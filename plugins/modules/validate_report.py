@@ -404,9 +404,11 @@ def figures(module, checks, series):
         with open(path, encoding="utf-8") as fh:
             kept = json.load(fh)
         if isinstance(kept, dict) and kept.get("key") == key and isinstance(kept.get("figures"), list):
+            for fig in kept["figures"]:
+                _validate_report.png_data(fig)  # ValueError: not a PNG, draw them again
             return kept["figures"]
     except (OSError, ValueError):
-        pass  # none kept, or unreadable: draw them
+        pass  # none kept, unreadable or not PNGs: draw them
     drawn = _validate_report.plots(checks, series)
     if not module.check_mode:
         _write(module, path, json.dumps({"key": key, "figures": drawn}))

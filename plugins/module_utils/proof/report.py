@@ -13,6 +13,7 @@ the standard library. Pure Python (>= 3.8), no Ansible imports.
 from __future__ import annotations
 
 import base64
+import binascii
 import html
 import io
 import xml.etree.ElementTree as ET
@@ -197,12 +198,31 @@ def plots(checks: List[Dict[str, Any]], series: Optional[Dict[str, Any]] = None)
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em;color:#222;max-width:1200px}
+body{overflow-wrap:anywhere}
 h1{font-size:1.5em} h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid #ccc}
 .ok{color:#2e7d32;font-weight:bold} .bad{color:#c62828;font-weight:bold}
 table{border-collapse:collapse;font-size:.85em;width:100%} td,th{border:1px solid #ddd;padding:3px 6px;text-align:left}
 th{background:#f3f3f3} tr.fail td{background:#fdecea} td.num{text-align:right;font-variant-numeric:tabular-nums}
 figure{margin:1em 0} figure img{max-width:100%;border:1px solid #eee} pre{background:#f7f7f7;padding:.8em;overflow:auto}
 """
+
+
+_PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def png_data(fig: Dict[str, str]) -> str:
+    """``fig["png"]`` checked to be strict base64 of a PNG, so that nothing else reaches the
+    ``src`` attribute (a figures cache on disk is input, not trusted markup)."""
+    if not isinstance(fig, dict):
+        raise ValueError("a figure must be a mapping of title and png")
+    value = fig.get("png")
+    try:
+        raw = base64.b64decode(value, validate=True) if isinstance(value, str) else b""
+    except (binascii.Error, ValueError):
+        raw = b""
+    if not raw.startswith(_PNG_MAGIC):
+        raise ValueError(f"figure {fig.get('title')!r}: png must be base64 of a PNG image")
+    return value
 
 
 def render_html(checks: List[Dict[str, Any]], figures: List[Dict[str, str]], meta: Dict[str, Any]) -> str:
@@ -249,8 +269,8 @@ def render_html(checks: List[Dict[str, Any]], figures: List[Dict[str, str]], met
         parts.append("<h2>Plots</h2>")
         for fig in figures:
             parts.append(
-                f'<figure><img alt="{esc(fig["title"])}" src="data:image/png;base64,{fig["png"]}">'
-                f"<figcaption>{esc(fig['title'])}</figcaption></figure>"
+                f'<figure><img alt="{esc(str(fig["title"]))}" src="data:image/png;base64,{png_data(fig)}">'
+                f"<figcaption>{esc(str(fig['title']))}</figcaption></figure>"
             )
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"

@@ -168,3 +168,30 @@ def test_html_is_self_contained_and_its_plots_load_in_a_browser(chromium, tmp_pa
     if keep:
         shutil.copy(shot, Path(keep) / "report.png")
         shutil.copy(page, Path(keep) / "report.html")
+
+
+def test_a_long_unbroken_value_wraps_instead_of_overflowing_at_1280_px(chromium, tmp_path):
+    """Issue 44 point 1: no horizontal scrolling at 1280 px, even for a long value without spaces."""
+    checks, _series = sample()
+    checks[0] = dict(checks[0], detail="mlx5_0/" * 60, subject="rail-" + "x" * 200)
+    html = _validate_report.render_html(checks, [], META)
+    probe = tmp_path / "probe.html"
+    probe.write_text(
+        html.replace(
+            "</body>",
+            "<script>window.addEventListener('load',()=>{const d=document.documentElement;"
+            "const p=document.createElement('pre');p.id='w';p.textContent=d.scrollWidth+' '+d.clientWidth;"
+            "document.body.appendChild(p);});</script></body>",
+        )
+    )
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", f"--user-data-dir={tmp_path / 'p'}"]
+    dom = subprocess.run(
+        [chromium, *flags, "--window-size=1280,1000", "--virtual-time-budget=3000", "--dump-dom", probe.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+    scroll, client = map(int, re.search(r'<pre id="w">(\d+) (\d+)</pre>', dom).groups())
+    assert client >= 1200, (scroll, client)
+    assert scroll <= client, f"the page is {scroll} px wide in a {client} px window"

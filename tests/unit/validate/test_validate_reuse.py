@@ -231,3 +231,19 @@ def test_an_unreadable_figures_cache_is_drawn_again_and_check_mode_keeps_none(tm
     rc, out = run_module(module, args, monkeypatch, capsys)
     assert rc == 0, out
     assert json.loads(cache.read_text())["figures"]
+
+
+def test_a_figures_cache_whose_png_is_not_a_png_is_drawn_again(tmp_path, monkeypatch, capsys, topo):
+    """Issue 37 point 7: a cache with the right key but a ``png`` that is markup is not trusted."""
+    module = load_file("validate_report_figures_tampered", REPO / "plugins/modules/validate_report.py")
+    cache = tmp_path / "figures.json"
+    args = module_args(tmp_path, topo, html_path=str(tmp_path / "report.html"), figures_cache=str(cache))
+    rc, out = run_module(module, args, monkeypatch, capsys)
+    assert rc == 0, out
+    kept = json.loads(cache.read_text())
+    kept["figures"][0]["png"] = 'x"><script>alert(1)</script>'
+    cache.write_text(json.dumps(kept))
+    rc, out = run_module(module, args, monkeypatch, capsys)
+    assert rc == 0, out
+    assert "<script>" not in (tmp_path / "report.html").read_text()
+    assert "<script>" not in cache.read_text(), "the figures are drawn again and kept"
