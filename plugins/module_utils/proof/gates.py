@@ -393,7 +393,14 @@ def link_checks(node: str, topology: Dict[str, Any]) -> List[Dict[str, Any]]:
                     detail=dev.get("bdf") or "",
                 )
             )
-    rails = [n for n in topology.get("nics") or [] if n.get("role") == "compute" and nic_rate_gbps(n)]
+    # A NIC that discovery kept out of the rails for its health (a slower port) is judged as a rail:
+    # the plan may have made it one before its port trained down, and it is missing from NCCL now.
+    kept_out = {x.get("nic"): x for x in topology.get("rails_excluded") or []}
+    rails = [
+        n
+        for n in topology.get("nics") or []
+        if (n.get("role") == "compute" or n.get("rdma_device") in kept_out) and nic_rate_gbps(n)
+    ]
     fastest = max((nic_rate_gbps(n) or 0.0 for n in rails), default=0.0)
     for nic in rails:
         rate = nic_rate_gbps(nic) or 0.0
@@ -409,7 +416,12 @@ def link_checks(node: str, topology: Dict[str, Any]) -> List[Dict[str, Any]]:
                 fraction=None,
                 unit="Gb/s",
                 passed=rate >= fastest,
-                detail=f"rail {nic.get('rail')}; a port that negotiated a lower speed",
+                detail=(
+                    f"kept out of the rails ({kept_out[nic.get('rdma_device')].get('state')})"
+                    if nic.get("rdma_device") in kept_out
+                    else f"rail {nic.get('rail')}"
+                )
+                + "; a port that negotiated a lower speed",
             )
         )
     return checks
