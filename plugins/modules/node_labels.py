@@ -109,6 +109,10 @@ from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import An
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
 
 NODES = "/api/v1/nodes"
+# Only the metadata of the Nodes (the API server's PartialObjectMetadataList representation, which
+# client-go's metadata client asks for the same way): no status to send and parse. A server that does
+# not serve it answers with the full NodeList (the second media type).
+METADATA_ONLY = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io,application/json"
 
 
 def _dict(answer):
@@ -120,7 +124,7 @@ def read_nodes(request, page_size, timeout):
     out = {}
     token = None
     while True:
-        params = {"limit": page_size}
+        params = {"limit": page_size, "header_params": {"Accept": METADATA_ONLY}}
         if token:
             params["_continue"] = token
         page = _dict(_k8s_retry.call(lambda params=params: request("GET", NODES, **params), "list Nodes", timeout))

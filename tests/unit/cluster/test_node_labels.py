@@ -34,6 +34,8 @@ class FakeApi:
         with self.lock:
             self.calls.append((method, path, params.get("content_type")))
         if method == "GET" and path == "/api/v1/nodes":
+            # metadata only: the status of thousands of Nodes is not sent
+            assert "as=PartialObjectMetadataList" in params["header_params"]["Accept"]
             names = sorted(self.nodes)
             start = int(params.get("_continue") or 0)
             page = names[start : start + int(params["limit"])]
