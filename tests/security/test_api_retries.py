@@ -5,10 +5,8 @@ on the publish and drain paths retry the same answers (k8s_transient) a bounded 
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
-import jinja2
 import pytest
 import yaml
 
@@ -144,16 +142,11 @@ def api_tasks(path):
         "roles/node_maintenance/tasks/hold.yml",
         "roles/node_maintenance/tasks/uncordon.yml",
         "roles/node_maintenance/tasks/resolve.yml",
-        "roles/gpu_operator/tasks/apply.yml:Label",
-        "roles/storage_csi/tasks/apply.yml:Label",
     ],
 )
 def test_the_publish_and_drain_paths_retry_transient_answers_a_bounded_number_of_times(path):
-    path, _sep, prefix = path.partition(":")
     unretried = []
     for task in api_tasks(REPO / path):
-        if not task["name"].startswith(prefix):
-            continue
         until = str(task.get("until") or "")
         if "k8s_transient" not in until or not 0 < int(task.get("retries", 0)) * int(task.get("delay", 0)) <= 60:
             unretried.append(task["name"])
@@ -161,26 +154,28 @@ def test_the_publish_and_drain_paths_retry_transient_answers_a_bounded_number_of
     assert api_tasks(REPO / path)
 
 
-@pytest.mark.parametrize("path", ["roles/gpu_operator/tasks/apply.yml", "roles/storage_csi/tasks/apply.yml"])
-def test_a_node_label_patch_of_a_missing_node_fails_naming_it(path):
-    """state: patched only warns when the Node does not exist; the task after it must fail on that warning."""
+@pytest.mark.parametrize(
+    "path",
+    [
+        "roles/gpu_operator/tasks/apply.yml",
+        "roles/storage_csi/tasks/apply.yml",
+        "roles/network_operator/tasks/apply.yml",
+        "roles/rdma_networks/tasks/apply.yml",
+    ],
+)
+def test_nodes_are_labelled_by_the_module_that_retries_and_fails_on_a_missing_node(path):
+    """kubernetes.core's state: patched only warns when the Node does not exist, and retries nothing:
+    every role labels through gpufabric.rollout.node_labels, which retries transient answers and
+    fails naming a missing Node (tests/unit/cluster/test_node_labels.py)."""
     tasks = yaml.safe_load((REPO / path).read_text())
-    label = next(i for i, t in enumerate(tasks) if t["name"].startswith("Label the"))
-    check = tasks[label + 1]
-    assert check["ansible.builtin.assert"]["that"] == "__missing | length == 0"
-    register = tasks[label]["register"]
-    warning = (
-        "resource 'kind=Node,name=gpu-node-9' was not found but will not be created as 'state' parameter "
-        "has been set to 'patched'"
-    )
-    results = {
-        "results": [
-            {"item": {"key": "gpu-node-1"}, "changed": True},
-            {"item": {"key": "gpu-node-9"}, "warnings": [warning]},
-        ]
-    }
-    env = jinja2.Environment()
-    env.tests["search"] = lambda value, pattern: re.search(pattern, str(value)) is not None  # Ansible's, on text
-    missing = env.from_string(check["vars"]["__missing"]).render({register: results}).strip()
-    assert missing == "['gpu-node-9']"
-    assert "gpufabric_k8s_node_name" in check["ansible.builtin.assert"]["fail_msg"]
+
+    def walk(items):
+        for task in items or []:
+            yield task
+            for key in ("block", "rescue", "always"):
+                yield from walk(task.get(key))
+
+    labelling = [t for t in walk(tasks) if "gpufabric.rollout.node_labels" in t]
+    definitions = [(t.get("kubernetes.core.k8s") or {}).get("definition") for t in walk(tasks)]
+    patched_nodes = [d for d in definitions if isinstance(d, dict) and d.get("kind") == "Node"]
+    assert labelling and not patched_nodes, path

@@ -92,6 +92,10 @@ def node_rails(node: str, facts: Dict[str, Any]) -> Dict[int, Dict[str, Any]]:
 
 
 # --------------------------------------------------------------------------------------------- groups
+# The node labels of a node group (under the label prefix): the keys the cluster plan owns on Nodes.
+GROUP_LABELS = ("node-group", "gpu-model", "gpu-count", "nic-model", "rails", "numa-nodes", "rail-numa")
+
+
 def group_nodes(
     nodes: Dict[str, Dict[str, Any]], label_prefix: str
 ) -> Tuple[List[Dict[str, Any]], Dict[str, Dict[int, Dict[str, Any]]]]:
@@ -146,6 +150,7 @@ def group_nodes(
         del group["base"]
         numa = group["rail_numa"]
         layout = ".".join("x" if v is None else str(v) for v in numa)
+        # GROUP_LABELS names every key set here (the keys the node_labels module owns).
         group["labels"] = {
             label_prefix + "/node-group": group["name"],
             label_prefix + "/gpu-model": label_value(group["gpu_model"]),

@@ -456,6 +456,7 @@ def plan(
         "cluster_policy": {"name": CLUSTER_POLICY, "expect": expect},
         "nvidia_drivers": drivers,
         "node_labels": node_labels,
+        "node_label_owned": [label],
         "crds": ["clusterpolicies.nvidia.com"] + (["nvidiadrivers.nvidia.com"] if crd_path else []),
     }
 

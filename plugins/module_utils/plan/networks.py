@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.cluster import (
+    GROUP_LABELS,
     SHARED_TYPES,
     ClusterPlanError,
     address_plan,
@@ -250,6 +251,8 @@ def plan_cluster(
         "node_groups": [{k: v for k, v in g.items() if k != "example"} for g in groups],
         "rails": rails_out,
         "node_labels": node_labels,
+        # the keys node_labels owns on every Node: one of them no longer wanted is removed
+        "node_label_owned": [cfg["label_prefix"] + "/" + name for name in GROUP_LABELS],
         "nccl": nccl,
         "objects": objects,
     }

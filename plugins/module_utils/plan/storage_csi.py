@@ -462,6 +462,8 @@ def plan(
             for namespace in sorted(n for n in secret_namespaces if n)
         ],
         "node_labels": {node: dict(sorted(v.items())) for node, v in sorted(labels.items())},
+        # the key prefixes node_labels owns: the label of a filesystem or backend gone is removed
+        "node_label_owned": [f"{label_prefix}/fs-*", f"{label_prefix}/storage-*"],
     }
 
 

@@ -122,6 +122,8 @@ def test_dgx_nads_pools_and_nccl(dgx):
     assert labels["gpufabric.io/rail-numa"] == ".".join(
         str(next(n for n in example["nics"] if n.get("rail") == r)["numa_node"]) for r in range(8)
     )
+    # node_labels owns every key the plan sets (one no longer wanted is removed from the Node)
+    assert set(labels) <= set(plan["node_label_owned"])
 
 
 def test_mixed_cluster_node_policies_select_their_group(mixed):

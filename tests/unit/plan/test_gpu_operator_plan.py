@@ -227,6 +227,7 @@ def test_mixed_gpu_generations_get_one_nvidia_driver_per_group(specs, tmp_path):
         "gpu-node-02": {"gpufabric.io/gpu-driver": "580-95-05-proprietary-rdma"},
     }
     assert hopper["nodeSelector"] == section["node_labels"]["gpu-node-01"]
+    assert section["node_label_owned"] == ["gpufabric.io/gpu-driver"]  # the key node_labels owns
     values = section["chart_values"]
     assert values["driver"]["nvidiaDriverCRD"] == {"enabled": True, "deployDefaultCR": False}
     assert "version" not in values["driver"] and "rdma" not in values["driver"]

@@ -121,6 +121,8 @@ def test_static_volumes_are_pinned_to_the_nodes_that_have_them(check):
     claim = find(storage, "PersistentVolumeClaim", "gpufabric-blocks")
     assert claim["spec"]["volumeName"] == "gpufabric-blocks" and claim["metadata"]["namespace"] == "default"
     assert blocks["spec"]["claimRef"]["name"] == "gpufabric-blocks"
+    # the key prefixes node_labels owns: a filesystem or backend gone loses its label
+    assert storage["node_label_owned"] == ["gpufabric.io/fs-*", "gpufabric.io/storage-*"]
     assert storage["node_labels"] == {
         node: {
             "gpufabric.io/fs-blocks": "true",
