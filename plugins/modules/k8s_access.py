@@ -16,7 +16,7 @@ description:
     collection holds the ClusterRole that grants what the roles need.
   - Also asks, with a SelfSubjectRulesReview in C(kube-system) (a namespace the collection never
     writes), what the identity may do there and cluster-wide, and warns, naming the rules, when it
-    can do more than the shipped ClusterRole grants (an administrator's kubeconfig: C(*) verbs on
+    can do more than the shipped ClusterRole grants (an administrator's kubeconfig, with C(*) verbs on
     C(*) resources). Returns the user (SelfSubjectReview) and the API server it is about to change.
   - Needs the C(kubernetes) Python library on the controller, as C(kubernetes.core) does.
 options:

@@ -54,7 +54,7 @@ def problems(wanted: Mapping[str, Mapping[str, str]], owned: Iterable[str]) -> L
             out.append(f"labels[{node!r}]: must be a dict of label key to value")
             continue
         for key, value in sorted(labels.items()):
-            if not _KEY.match(str(key)) or len(str(key).split("/")[0]) > 253:
+            if not _KEY.match(str(key)) or len(str(key).split("/", maxsplit=1)[0]) > 253:
                 out.append(f"labels[{node!r}]: {key!r} is not a valid label key ([prefix/]name, name <= 63 characters)")
             if not isinstance(value, str) or not _VALUE.match(value):
                 out.append(

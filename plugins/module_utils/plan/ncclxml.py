@@ -115,7 +115,7 @@ def nccl_net_devices(nics: List[Dict[str, Any]]) -> List[Tuple[Dict[str, Any], D
     found.sort(key=lambda f: f[:4])
     out = []
     seen: List[Tuple[int, ...]] = []
-    for _, key, _, _, n, p in found:
+    for _order, key, _dev, _bus, n, p in found:
         bus = key[:2]
         real = sum(1 for b in seen if key and b == bus)
         seen.append(bus)
