@@ -51,6 +51,8 @@ CLUSTER_STAGE = "playbooks/cluster.yml"
 PLAN_STAGE = "playbooks/plan.yml"
 NODE_PLAN_TASK = "Compute this node's plan"
 CLUSTER_PLAN_TASK = "Compute the cluster plan and write it for review"
+NODES_FOUND_TASK = "Find every GPU node's Node in the cluster before anything changes"
+MISNAMED = "gpu-node-2.cluster.example"
 # What the cluster stage applies, read back as the cluster's administrator.
 KINDS = (
     "nicclusterpolicies.mellanox.com",
@@ -200,6 +202,12 @@ def history(lab) -> Dict[str, Any]:
     # AWX's own slicing: slice 2 of 2 is an inventory of gpu-node-2 alone (localhost, first by
     # name in slice 1, is the implicit one here).
     h["awx_slice"] = lab.awx.run(PLAN_STAGE, inventory, slice_number=2, slice_count=2)
+    # gpu-node-2 under a Node name the cluster does not have (an FQDN where the Node is the short name).
+    misnamed = lab.inventory(None)
+    misnamed.hosts["gpu-node-2"]["gpufabric_k8s_node_name"] = MISNAMED
+    h["before_misnamed"] = lab.objects()
+    h["misnamed"] = lab.awx.run(PLAN_STAGE, misnamed)
+    h["after_misnamed"] = lab.objects()
     return h
 
 
@@ -322,8 +330,10 @@ def test_the_report_is_the_jobs_artifact(history):
     assert report.startswith("gpufabric.rollout report")
     assert "== node gpu-node-2 ==" in report and "--- plan ---" in report
     assert "== cluster ==" in report and "nic-cluster-policy" in report
-    # What the report play wrote inside the job's project copy (gone with the job under AWX).
-    assert (job.private_data_dir / "project" / "rollout-report.txt").read_text().strip() == report.strip()
+    # What the report play wrote beside the job's inventory (gone with the job under AWX), never into
+    # the project (the collection's own folder when it is installed).
+    assert (job.private_data_dir / "inventory" / "rollout-report.txt").read_text().strip() == report.strip()
+    assert not (job.private_data_dir / "project" / "rollout-report.txt").exists()
 
 
 def test_the_next_workflow_node_gets_the_report_and_its_plan_accepts_it(history):
@@ -354,3 +364,21 @@ def test_an_awx_slice_plans_the_cluster_from_its_own_nodes_only(lab, history):
     summary = _summary(job)
     assert "gpufabric.rollout plan: 1 GPU node(s)" in summary
     assert "gpu-node-1" not in summary
+
+
+def test_a_gpu_node_whose_node_the_cluster_lacks_is_refused_by_the_plan_naming_it(history):
+    """Issue 36 point 2: the plan reads the cluster once in apply mode and refuses, before the host
+    layer, a GPU node whose Node is not there under the name the cluster roles would use."""
+    job = history["misnamed"]
+    assert job.status == "failed"
+    failures = job.failures()
+    assert len(failures) == 1, failures
+    assert failures[0].startswith(f"localhost: {NODES_FOUND_TASK}: labels: the planned Nodes {MISNAMED} do not exist")
+    assert "gpufabric_k8s_node_name" in failures[0]
+    assert "gpu-node-1" not in failures[0].split("do not exist")[0]  # the Node that is there is not named
+    # One list, no write: the Nodes' labels are as they were.
+    assert _changes(history["before_misnamed"], history["after_misnamed"]) == []
+    # With the right names the same task passes and lists both Nodes (the unsliced plan above).
+    found = history["unsliced"].events_of("runner_on_ok", NODES_FOUND_TASK)
+    assert [e["event_data"]["res"]["missing"] for e in found] == [[]]
+    assert found[0]["event_data"]["res"]["patched"] == 0 and found[0]["event_data"]["res"]["changed"] is False
