@@ -236,14 +236,20 @@ def _changes(before: Dict[str, Any], after: Dict[str, Any]) -> List[str]:
     return out
 
 
-def test_a_slice_whose_other_nodes_were_never_discovered_is_refused_naming_them(lab, history):
-    job = history["undiscovered"]
+def _refused(job: Job) -> str:
+    """The one failure of a job that must stop at a single task: 'host: task: message'."""
     assert job.status == "failed"
     failures = job.failures()
     assert len(failures) == 1, failures
-    assert failures[0].startswith(f"localhost: {CLUSTER_PLAN_TASK}: The cluster plan is refused")
-    assert "but gpu-node-1 ran neither in this run nor before" in failures[0]
-    assert f"no stored discovery in {lab.plan_dir / 'discovery'}" in failures[0]
+    return failures[0]
+
+
+def test_a_slice_whose_other_nodes_were_never_discovered_is_refused_naming_them(lab, history):
+    job = history["undiscovered"]
+    failure = _refused(job)
+    assert failure.startswith(f"localhost: {CLUSTER_PLAN_TASK}: The cluster plan is refused")
+    assert "but gpu-node-1 ran neither in this run nor before" in failure
+    assert f"no stored discovery in {lab.plan_dir / 'discovery'}" in failure
     # It stopped in the plan: no cluster role ran, nothing was applied.
     roles = {(e.get("event_data") or {}).get("role") for e in job.events}
     assert not roles & {"network_operator", "gpu_operator", "rdma_networks", "sriov_networks"}, roles
@@ -369,13 +375,10 @@ def test_an_awx_slice_plans_the_cluster_from_its_own_nodes_only(lab, history):
 def test_a_gpu_node_whose_node_the_cluster_lacks_is_refused_by_the_plan_naming_it(history):
     """Issue 36 point 2: the plan reads the cluster once in apply mode and refuses, before the host
     layer, a GPU node whose Node is not there under the name the cluster roles would use."""
-    job = history["misnamed"]
-    assert job.status == "failed"
-    failures = job.failures()
-    assert len(failures) == 1, failures
-    assert failures[0].startswith(f"localhost: {NODES_FOUND_TASK}: labels: the planned Nodes {MISNAMED} do not exist")
-    assert "gpufabric_k8s_node_name" in failures[0]
-    assert "gpu-node-1" not in failures[0].split("do not exist")[0]  # the Node that is there is not named
+    failure = _refused(history["misnamed"])
+    assert failure.startswith(f"localhost: {NODES_FOUND_TASK}: labels: the planned Nodes {MISNAMED} do not exist")
+    assert "gpufabric_k8s_node_name" in failure
+    assert "gpu-node-1" not in failure.split("do not exist")[0]  # the Node that is there is not named
     # One list, no write: the Nodes' labels are as they were.
     assert _changes(history["before_misnamed"], history["after_misnamed"]) == []
     # With the right names the same task passes and lists both Nodes (the unsliced plan above).
