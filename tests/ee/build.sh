@@ -163,7 +163,7 @@ check "the Python dependencies import" python3 -c 'import ansible_runner, kubern
 check "Helm 3.17 is on PATH" helm version --short && { grep -q '^v3\.17\.' <<<"${out}" || { echo "FAIL helm ${out}" >&2; status=1; }; }
 check "ssh, sshpass and git are installed" sh -c 'ssh -V 2>&1 && command -v sshpass && git --version'
 if check "ansible-core and ansible-runner at the pinned versions" sh -c 'ansible --version | head -1; ansible-runner --version'; then
-    if ! grep -q 'core 2.19.14' <<<"${out}" || [[ "$(tail -n 1 <<<"${out}")" != "2.4.3" ]]; then
+    if ! grep -q 'core 2.21.5' <<<"${out}" || [[ "$(tail -n 1 <<<"${out}")" != "2.4.3" ]]; then
         echo "FAIL versions: ${out}" >&2
         status=1
     fi

@@ -153,7 +153,7 @@ def test_containerfile_builds_what_the_definition_says(context):
     assert args["EE_BASE_IMAGE"] == EE["images"]["base_image"]["name"]  # --build-arg EE_BASE_IMAGE overrides it
     assert args["PKGMGR"] == "/usr/bin/apt-get"
     assert args["PYCMD"] == "/usr/local/bin/python3"
-    assert args["ANSIBLE_INSTALL_REFS"] == "ansible-core==2.19.14 ansible-runner==2.4.3"
+    assert args["ANSIBLE_INSTALL_REFS"] == "ansible-core==2.21.5 ansible-runner==2.4.3"
     stages = re.findall(r"^FROM (\S+) AS (\w+)", text, re.M)
     assert stages == [("$EE_BASE_IMAGE", "base"), ("base", "galaxy"), ("base", "builder"), ("base", "final")]
     galaxy = text.split("# Galaxy build stage")[1].split("# Builder build stage")[0]
