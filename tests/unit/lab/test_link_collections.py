@@ -24,9 +24,9 @@ COMMENT = re.compile(r"(^|\s)#.*$", re.MULTILINE)
 
 
 def referenced():
-    """ns.coll of every collection the venv has installed that the project's YAML names as a
-    dotted triple outside comments (other triples are variable paths such as
-    plan.doca_ofed.packages), or its Python imports from ansible_collections."""
+    """ns.coll of every collection the venv has installed (or the script unpacks, ARCHIVED) that
+    the project's YAML names as a dotted triple outside comments (other triples are variable paths
+    such as plan.doca_ofed.packages), or its Python imports from ansible_collections."""
     found = {}
     for top in SEARCHED:
         base = REPO / top
@@ -37,7 +37,8 @@ def referenced():
             text = path.read_text(encoding="utf-8", errors="replace")
             pairs = PY_IMPORT.findall(text) if path.suffix == ".py" else FQCN.findall(COMMENT.sub("", text))
             for namespace, name in pairs:
-                if (INSTALLED / namespace / name / "MANIFEST.json").is_file():
+                fqcn = f"{namespace}.{name}"
+                if (INSTALLED / namespace / name / "MANIFEST.json").is_file() or fqcn in LINK.ARCHIVED:
                     found.setdefault(f"{namespace}.{name}", str(path.relative_to(REPO)))
     return found
 
