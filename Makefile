@@ -10,7 +10,8 @@ SHELL := /bin/bash
 
 REPO := $(CURDIR)
 VENV := $(REPO)/.venv
-PYTHON ?= python3
+# The controller's Python (3.12 or newer for ansible-core 2.21): lab/python.sh finds one when unset.
+PYTHON ?=
 export PATH := $(VENV)/bin:$(REPO)/.tools/bin:$(PATH)
 export CONTAINERS_CONF := $(REPO)/.lab/containers.conf
 export ANSIBLE_CONFIG := $(REPO)/ansible.cfg
@@ -44,7 +45,7 @@ help:
 venv: $(VENV)/.stamp $(COLLECTION_LINK) $(COLLECTIONS_STAMP)
 
 # Built from wheels cached once per machine (lab/venv.sh); each step shows its progress.
-$(VENV)/.stamp: requirements.txt lab/venv.sh
+$(VENV)/.stamp: requirements.txt lab/venv.sh lab/python.sh
 	lab/venv.sh $(PYTHON)
 	touch $@
 

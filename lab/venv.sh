@@ -6,14 +6,14 @@
 # venv builds it from PyPI (pip's own cache keeps the downloads). Each step shows its progress.
 # Files in .venv are shared with the cached venv: add packages with pip (which replaces files,
 # never writes into them), do not edit files under .venv in place.
-# Usage: lab/venv.sh [PYTHON]     (default python3)
+# Usage: lab/venv.sh [PYTHON]     (default: the Python 3.12+ lab/python.sh finds)
 set -euo pipefail
 # shellcheck source=lab/common.sh
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/common.sh"
 cd "${REPO_ROOT}"
 export LAB_STEP_TAG=venv
 
-python="${1:-python3}"
+python="$(PYTHON="${1:-}" "${LAB_ROOT}/python.sh")"
 venv="${REPO_ROOT}/.venv"
 logs="${LAB_STATE}/logs"
 key="$({
