@@ -29,7 +29,11 @@ done
 
 cache="${HOME}/.ansible/test/cache"
 mkdir -p "${cache}"
-for v in 24_2 25_0 25_1; do
+# The pip releases this ansible-test bootstraps (its get_venv_packages pins them), read from it.
+pips="$(grep -ohE "pip='[0-9]+\.[0-9]+'" "${site%/ansible_collections}/ansible_test/_internal/python_requirements.py" |
+    sed -E "s/pip='([0-9]+)\.([0-9]+)'/\1_\2/" | sort -u)"
+[[ -n "${pips}" ]] || { echo "tests/sanity/run.sh: cannot read ansible-test's pip version" >&2; exit 1; }
+for v in ${pips}; do
     [[ -e "${cache}/get_pip_${v}.py" ]] || cp "${repo}/tests/sanity/get_pip_offline.py" "${cache}/get_pip_${v}.py"
 done
 

@@ -20,7 +20,10 @@ def test_the_product_configuration_checks_host_keys(monkeypatch):
             monkeypatch.delenv(name)
     config = ConfigManager(str(REPO / "ansible.cfg"))
     assert config.get_config_value("HOST_KEY_CHECKING") is True
-    assert config.get_config_value("PARAMIKO_HOST_KEY_AUTO_ADD") is False
+    # ansible-core 2.21 dropped the paramiko connection and its setting; where a core still has it,
+    # it must not add unknown keys either.
+    if "PARAMIKO_HOST_KEY_AUTO_ADD" in config.get_configuration_definitions():
+        assert config.get_config_value("PARAMIKO_HOST_KEY_AUTO_ADD") is False
     text = (REPO / "ansible.cfg").read_text().lower().replace(" ", "")
     assert "stricthostkeychecking=no" not in text and "userknownhostsfile=/dev/null" not in text
 
