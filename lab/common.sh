@@ -141,13 +141,17 @@ lab_connection() {
 # Export what Ansible needs for the lab's transport: GPUFABRIC_LAB_CONNECTION (passed on to the
 # inventory with -e, and read by the molecule configuration), host key checking off (the lab's
 # nodes are containers made afresh with new host keys, reached on localhost ports; the product's
-# ansible.cfg checks host keys) and, for Mitogen, the lab's mitogen_linear strategy (lab/strategy:
+# ansible.cfg checks host keys), the lab's warm_workers callback and, for Mitogen, the lab's mitogen_linear strategy (lab/strategy:
 # Mitogen's, with its module scan's compiles kept).
 lab_connection_env() {
     local choice
     choice="$(lab_connection)" || exit 1
     export GPUFABRIC_LAB_CONNECTION="${choice}"
     export ANSIBLE_HOST_KEY_CHECKING=False
+    # The lab's worker tuning (lab/callback/warm_workers.py), added to what the caller enables.
+    export ANSIBLE_CALLBACK_PLUGINS="${REPO_ROOT}/lab/callback${ANSIBLE_CALLBACK_PLUGINS:+:${ANSIBLE_CALLBACK_PLUGINS}}"
+    [[ ",${ANSIBLE_CALLBACKS_ENABLED:-}," == *,warm_workers,* ]] ||
+        export ANSIBLE_CALLBACKS_ENABLED="${ANSIBLE_CALLBACKS_ENABLED:+${ANSIBLE_CALLBACKS_ENABLED},}warm_workers"
     if [[ "${choice}" == mitogen ]]; then
         python -c 'import ansible_mitogen' 2>/dev/null ||
             die "gpufabric_lab_connection is mitogen but the mitogen package is not installed (make venv)"

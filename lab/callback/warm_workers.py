@@ -1,6 +1,11 @@
 # Copyright: (c) 2026, gpufabric.rollout contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Make each task's worker process cheaper: load once in the controller what every worker loads.
+"""The lab's callback: make each task's worker process cheaper by loading once in the controller what
+every worker loads.
+
+It is lab tuning, not part of the collection: it reaches into ansible-core beyond the plugin API
+(ansible.collections.list, the loaders' caches), so it is tested only on the core the lab runs.
+lab/common.sh (lab_connection_env) enables it for the lab's runs and the molecule scenarios.
 
 Ansible forks a worker process from the controller for every task on every host. A worker starts
 with the controller's memory, and whatever it loads itself is lost when it exits:
@@ -34,10 +39,10 @@ description:
     collections the same way, so that a worker does not load them again to compile a template.
   - Registers a fork hook so that each worker freezes the objects it inherited from the controller
     (Python's gc.freeze). Its garbage collections then skip them.
-  - It changes no task, result or output; it only makes each task's worker cheaper. The project's
-    ansible.cfg enables it.
+  - It changes no task, result or output; it only makes each task's worker cheaper. The lab
+    enables it (lab/common.sh); the collection does not ship it.
 requirements:
-  - enabled in callbacks_enabled (ansible.cfg) or ANSIBLE_CALLBACKS_ENABLED
+  - lab/callback in ANSIBLE_CALLBACK_PLUGINS and warm_workers in ANSIBLE_CALLBACKS_ENABLED
 """
 
 import gc
@@ -84,7 +89,7 @@ def register_fork_hook():
 class CallbackModule(CallbackBase):
     CALLBACK_VERSION = 2.0
     CALLBACK_TYPE = "aggregate"
-    CALLBACK_NAME = "gpufabric.rollout.warm_workers"
+    CALLBACK_NAME = "warm_workers"
     CALLBACK_NEEDS_ENABLED = True
 
     def v2_playbook_on_start(self, playbook):
