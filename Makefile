@@ -1,7 +1,8 @@
 # gpufabric.rollout — one command to run the main job on the lab, one to test everything.
 #   make lab        build what is missing, start the lab, run site.yml, print the report
 #   make test       lint, unit tests, ansible-test sanity, build check, EE build, control-plane
-#                   tests, the main job end to end on the lab (lab-test), every molecule scenario
+#                   tests, the support matrix (sanity and units on each older ansible-core), the
+#                   main job end to end on the lab on the newest and the oldest core, every molecule scenario
 #   make test-fast  lint, unit tests and sanity only (no lab nodes), for iteration
 #   make bench      benchmarks (print figures, never fail on timing)
 SHELL := /bin/bash
@@ -28,7 +29,7 @@ COLLECTION_LINK := .collections/ansible_collections/gpufabric/rollout
 COLLECTIONS_STAMP := .collections/.linked
 
 .PHONY: help venv tools lab-image lint unit sanity build-check controlplane-test lab-test molecule molecule-test test test-fast \
-	test-lab-lane test-cluster-lane lab site plan lab-down bench clean
+	test-lab-lane test-cluster-lane lab site plan lab-down bench clean matrix lab-test-oldest
 
 help:
 	@echo "make lab       run site.yml against the lab (two GPU-like nodes + a real Kubernetes control plane)"
@@ -82,6 +83,14 @@ build-check: venv
 
 # Tests against a private lab cluster (tests/controlplane; needs the binaries). Not
 # tests/integration: that is where ansible-test looks for its integration targets.
+# The support matrix: sanity and the unit tests on every older ansible-core of tests/matrix/cores.txt,
+# each in its own cached venv (lab/core_venv.sh). make test-fast runs the newest (requirements.txt).
+matrix: venv
+	tests/matrix/run.sh
+
+# The oldest supported ansible-core (the first of tests/matrix/cores.txt, meta/runtime.yml's floor).
+OLDEST_CORE = $(shell grep -vE '^[[:space:]]*(\#|$$)' tests/matrix/cores.txt | head -1)
+
 controlplane-test: tools controlplane
 	pytest tests/controlplane
 
@@ -108,11 +117,11 @@ test: test-fast build-check controlplane lab-image
 	@echo "make test: all checks passed"
 
 test-lab-lane: tools controlplane lab-image
-	$(MAKE) --no-print-directory -j1 lab-test
+	$(MAKE) --no-print-directory -j1 lab-test lab-test-oldest
 	lab/molecule/run.sh $(LAB_LANE_SCENARIOS)
 
 test-cluster-lane: tools controlplane lab-image
-	$(MAKE) --no-print-directory -j1 ee-build controlplane-test
+	$(MAKE) --no-print-directory -j1 ee-build controlplane-test matrix
 	lab/molecule/run.sh $(CLUSTER_LANE_SCENARIOS)
 
 # The three run side by side (each is mostly one process); their lines interleave, whole.
@@ -134,6 +143,11 @@ plan: tools
 # converged lab that reports nothing to change; the lab is removed after (lab/check.sh).
 lab-test: tools controlplane lab-image
 	lab/check.sh
+
+# The same on the oldest supported ansible-core: its venv's ansible-playbook first on PATH.
+lab-test-oldest: tools controlplane lab-image
+	lab/core_venv.sh $(OLDEST_CORE)
+	PATH="$(REPO)/.lab/cores/$(OLDEST_CORE)/bin:$$PATH" lab/check.sh
 
 lab-down:
 	lab/lab.sh down

@@ -124,6 +124,18 @@ wait_for_pid() {
     ! kill -0 "${pid}" 2>/dev/null
 }
 
+# Copy the venv SRC to DEST as hard links (a plain copy where links cannot be made), with the
+# paths that scripts (shebangs, activate) and pyvenv.cfg hold rewritten. sed -i writes new files,
+# so SRC's own copies stay as they are; pip later replaces files, never writes into them.
+venv_copy() {
+    local src="$1" dest="$2"
+    rm -rf "${dest}" "${dest}.tmp"
+    cp -al "${src}" "${dest}.tmp" 2>/dev/null || { rm -rf "${dest}.tmp"; cp -a "${src}" "${dest}.tmp"; }
+    rm -f "${dest}.tmp/.complete" "${dest}.tmp/.last-used"
+    grep -rlF "${src}" "${dest}.tmp/bin" "${dest}.tmp/pyvenv.cfg" | xargs -r sed -i "s#${src}#${dest}#g"
+    mv "${dest}.tmp" "${dest}"
+}
+
 # The lab's transport to its nodes: GPUFABRIC_LAB_CONNECTION, else gpufabric_lab_connection in
 # inventory/lab/group_vars/gpu_nodes/connection.yml (the one place it is set).
 LAB_CONNECTIONS="mitogen ssh podman"

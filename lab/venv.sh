@@ -44,14 +44,5 @@ while read -r old; do
     rm -rf "${old}"
 done < <(find "${LAB_CACHE}/venvs" -mindepth 2 -maxdepth 2 -name .last-used -printf '%T@ %h\n' | sort -rn | tail -n +4 | cut -d' ' -f2-)
 
-copy() {
-    rm -rf "${venv}" "${venv}.tmp"
-    cp -al "${cached}" "${venv}.tmp" 2>/dev/null || { rm -rf "${venv}.tmp"; cp -a "${cached}" "${venv}.tmp"; }
-    rm -f "${venv}.tmp/.complete" "${venv}.tmp/.last-used"
-    # Scripts (shebangs, activate) and pyvenv.cfg name the venv's path; sed -i writes new files,
-    # so the cached venv's own copies stay as they are.
-    grep -rlF "${cached}" "${venv}.tmp/bin" "${venv}.tmp/pyvenv.cfg" | xargs -r sed -i "s#${cached}#${venv}#g"
-    mv "${venv}.tmp" "${venv}"
-}
-lab_step "making ${venv} from the cached venv" "${logs}/venv-copy.log" copy
+lab_step "making ${venv} from the cached venv" "${logs}/venv-copy.log" venv_copy "${cached}" "${venv}"
 flock -u 9

@@ -3,10 +3,12 @@
 # .../ansible_collections/<namespace>/<name> (resolved with getcwd, so a symlink will not do),
 # so the checkout's tracked and unignored files are copied there, and the dependency
 # collections bundled in the `ansible` package are linked beside it.
-# Usage: tests/sanity/run.sh [extra ansible-test sanity arguments]
+# Usage: [SANITY_VENV=venv] tests/sanity/run.sh [extra ansible-test sanity arguments]
+# SANITY_VENV: the venv whose ansible-test runs (default .venv; the matrix passes .lab/cores/<version>).
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-python="${repo}/.venv/bin/python"
+venv="$(realpath -m "${SANITY_VENV:-${repo}/.venv}")"
+python="${venv}/bin/python"
 [[ -x "${python}" ]] || { echo "run 'make venv' first" >&2; exit 1; }
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/gpufabric-sanity.XXXXXX")"
@@ -38,4 +40,4 @@ for v in ${pips}; do
 done
 
 cd "${dest}"
-PATH="${repo}/.venv/bin:${PATH}" "${repo}/.venv/bin/ansible-test" sanity --venv --python 3.11 --color no "$@"
+PATH="${venv}/bin:${PATH}" "${venv}/bin/ansible-test" sanity --venv --python 3.11 --color no "$@"

@@ -65,7 +65,10 @@ class Runner:
             exe = argv[0] if os.sep in argv[0] else which(argv[0])
             if exe is None:
                 return 127, "", f"{argv[0]}: command not found"
-            proc = subprocess.run([exe, *argv[1:]], capture_output=True, text=True, env=environ, check=False)
+            # The controller's runner (no AnsibleModule here, so no run_command to call).
+            proc = subprocess.run(  # pylint: disable=ansible-bad-function
+                [exe, *argv[1:]], capture_output=True, text=True, env=environ, check=False
+            )
             return proc.returncode, proc.stdout, proc.stderr
 
         return cls(run=run, which=which)

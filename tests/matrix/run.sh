@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The support matrix: ansible-test sanity and the unit tests on every ansible-core release of
+# tests/matrix/cores.txt, each in its own venv (lab/core_venv.sh, cached per machine), the releases
+# side by side where the machine has the CPUs (one per two cores). Full logs under .lab/logs/matrix/;
+# one line per release and step, and the tail of each failing log.
+# Usage: tests/matrix/run.sh [VERSION ...]     (default: every release of cores.txt)
+set -euo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "${repo}"
+mapfile -t cores < <(if (($#)); then printf '%s\n' "$@"; else grep -vE '^\s*(#|$)' tests/matrix/cores.txt; fi)
+logs="${repo}/.lab/logs/matrix"
+mkdir -p "${logs}"
+
+one() {
+    local version="$1" venv="${repo}/.lab/cores/$1" start rc=0
+    lab/core_venv.sh "${version}" >"${logs}/${version}-venv.log" 2>&1 || {
+        echo "[matrix] ansible-core ${version}: venv FAILED (${logs}/${version}-venv.log)"
+        return 1
+    }
+    start=${SECONDS}
+    if SANITY_VENV="${venv}" tests/sanity/run.sh >"${logs}/${version}-sanity.log" 2>&1; then
+        echo "[matrix] ansible-core ${version}: sanity passed in $((SECONDS - start)) s"
+    else
+        echo "[matrix] ansible-core ${version}: sanity FAILED in $((SECONDS - start)) s (${logs}/${version}-sanity.log):"
+        grep -E '^ERROR' "${logs}/${version}-sanity.log" | head -20 | sed 's/^/    /'
+        rc=1
+    fi
+    start=${SECONDS}
+    if PATH="${venv}/bin:${PATH}" "${venv}/bin/python" -m pytest -q -p no:cacheprovider >"${logs}/${version}-unit.log" 2>&1; then
+        echo "[matrix] ansible-core ${version}: units $(tail -1 "${logs}/${version}-unit.log" | tr -d '=' | xargs) "
+    else
+        echo "[matrix] ansible-core ${version}: units FAILED in $((SECONDS - start)) s (${logs}/${version}-unit.log):"
+        grep -E '^(FAILED|ERROR)' "${logs}/${version}-unit.log" | head -20 | sed 's/^/    /'
+        tail -1 "${logs}/${version}-unit.log" | sed 's/^/    /'
+        rc=1
+    fi
+    return "${rc}"
+}
+
+width=$(($(nproc) / 2))
+((width >= 1)) || width=1
+echo "[matrix] ansible-core ${cores[*]}: sanity and units, ${width} at a time"
+pids=() failed=0
+for version in "${cores[@]}"; do
+    one "${version}" &
+    pids+=("$!")
+    if ((${#pids[@]} >= width)); then
+        wait "${pids[0]}" || failed=1
+        pids=("${pids[@]:1}")
+    fi
+done
+for pid in "${pids[@]}"; do wait "${pid}" || failed=1; done
+((failed == 0)) || { echo "[matrix] FAILED (logs: ${logs})"; exit 1; }
+echo "[matrix] passed: ansible-core ${cores[*]}"
