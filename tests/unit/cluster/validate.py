@@ -15,12 +15,11 @@ from pathlib import Path
 from typing import Any, Dict, Tuple
 
 import jsonschema
-import kubernetes_validate
 import yaml
+from kubernetes_support import validate_core
 
 REPO = Path(__file__).resolve().parents[3]
 CRDS_DIR = REPO.parent / "shared" / "crds"
-K8S_VERSION = "1.32"
 YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -68,7 +67,7 @@ def validate(obj: Dict[str, Any]) -> str:
     key = (obj["apiVersion"], obj["kind"])
     group = obj["apiVersion"].split("/")[0] if "/" in obj["apiVersion"] else ""
     if "." not in group:
-        kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
+        validate_core(obj)
         return "core"
     if not _SCHEMAS:
         return "crd-unavailable"

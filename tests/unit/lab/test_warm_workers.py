@@ -121,9 +121,7 @@ def test_a_broken_filter_file_leaves_the_others_loaded_and_the_play_running(tmp_
     (filters.parents[1] / "galaxy.yml").write_text(meta)
     (filters / "broken.py").write_text("import a_module_that_is_not_installed\n")
     (filters / "fine.py").write_text("class FilterModule:\n    def filters(self):\n        return {'fine': str}\n")
-    worker = probe_worker(
-        tmp_path, "warm_workers", collections_path=f"{tmp_path / 'colls'}:{REPO / '.collections'}"
-    )
+    worker = probe_worker(tmp_path, "warm_workers", collections_path=f"{tmp_path / 'colls'}:{REPO / '.collections'}")
     assert "ansible_collections.probe.jinja.plugins.filter.fine" in worker["jinja"]
     assert "ansible_collections.probe.jinja.plugins.filter.broken" not in worker["jinja"]
     assert "ansible_collections.gpufabric.rollout.plugins.filter.plan" in worker["jinja"]
@@ -183,7 +181,10 @@ print(before, child, gc.get_freeze_count())
 
 def test_only_the_child_freezes_and_the_controller_keeps_collecting():
     out = subprocess.run(
-        [sys.executable, "-c", FORK_PROBE, str(REPO / ".collections"), str(CALLBACKS)], capture_output=True, text=True, check=True
+        [sys.executable, "-c", FORK_PROBE, str(REPO / ".collections"), str(CALLBACKS)],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     before, child, after = map(int, out.stdout.split())
     # Python 3.12+ starts with some objects in the permanent generation; the controller adds none.

@@ -5,9 +5,9 @@ kubernetes-validate, the CSIScaleOperator against its upstream CRD schema, tests
 from __future__ import annotations
 
 import jsonschema
-import kubernetes_validate
 import pytest
 import yaml
+from kubernetes_support import validate_core
 from storage_support import CRDS, CSI_VARS, UNIT, cluster_plan, lab_variables, node_facts
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import k8s_access as _k8s_access
@@ -17,8 +17,6 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import netw
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node as _plan_node
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import storage_csi as _plan_storage_csi
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan.node import PlanError
-
-K8S_VERSION = "1.32"
 
 
 def _crd_schemas():
@@ -53,7 +51,7 @@ def validate(obj):
         jsonschema.Draft7Validator(SCHEMAS[key]).validate(obj)
         assert pruned_fields(obj, SCHEMAS[key]) == []
         return "crd"
-    kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
+    validate_core(obj)
     return "core"
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import kubernetes_validate
 import pytest
+from kubernetes_support import validate_core
 from validate_support import REPO, load_file
 
 from ansible_collections.gpufabric.rollout.plugins.action.plan import load_specs
@@ -26,7 +27,6 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import clus
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node as _plan_node
 from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import jobs as _validate_jobs
 
-K8S_VERSION = "1.36"  # the lab's kube-apiserver (lab/controlplane/kubernetes/go.mod)
 GROUP = "h200-connectx-7-8r"
 HOSTS = {"gpu-node-01": "gpu-node-01", "gpu-node-02": "gpu-node-02"}
 OPTIONS = {
@@ -125,11 +125,11 @@ def test_per_group_nads_are_the_groups_own(plan):
 def test_objects_pass_the_upstream_schemas(job):
     secret = _validate_jobs.secret(job, *_validate_jobs.ssh_keypair())
     for obj in [*job["objects"], secret]:
-        kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
+        validate_core(obj)
     broken = copy.deepcopy(job["objects"][1])
     broken["spec"]["completionMode"] = 2
     with pytest.raises(kubernetes_validate.ValidationError):
-        kubernetes_validate.validate(broken, K8S_VERSION, strict=True)
+        validate_core(broken)
 
 
 def test_the_ssh_key_pair_and_secret(job):
@@ -369,7 +369,7 @@ def test_the_job_starts_suspended_and_owns_its_secret_and_service(job):
                 "controller": True,
             }
         ]
-        kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
+        validate_core(obj)
     assert "ownerReferences" not in job["objects"][0]["metadata"], "the planned object is not modified"
     resume = FILTERS["validate_nccl_resume"](job)
     assert resume == {
