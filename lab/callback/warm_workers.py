@@ -3,8 +3,8 @@
 """The lab's callback: make each task's worker process cheaper by loading once in the controller what
 every worker loads.
 
-It is lab tuning, not part of the collection: it reaches into ansible-core beyond the plugin API
-(ansible.collections.list, the loaders' caches), so it is tested only on the core the lab runs.
+It is lab tuning, not part of the collection: it leans on how ansible-core forks workers and keeps
+its loaders, so it is tested only on the cores the lab runs.
 lab/common.sh (lab_connection_env) enables it for the lab's runs and the molecule scenarios.
 
 Ansible forks a worker process from the controller for every task on every host. A worker starts
@@ -50,8 +50,7 @@ import importlib
 import os
 import pkgutil
 
-from ansible.collections.list import list_collection_dirs
-from ansible.module_utils.common.text.converters import to_text
+from ansible import constants as C
 from ansible.plugins.callback import CallbackBase
 from ansible.plugins.loader import filter_loader, test_loader
 
@@ -59,11 +58,17 @@ _FORK_HOOK = {"registered": False}
 
 
 def collection_packages():
-    """The package name of every collection on the configured collections path."""
+    """The package name of every collection on the configured collections path (COLLECTIONS_PATHS).
+
+    Read from the directories themselves: ansible-core's own collection listing also reports its
+    internal collections, and 2.21 warns that it cannot tell their versions."""
     names = []
-    for path in list_collection_dirs():
-        namespace, name = to_text(path).rstrip("/").split("/")[-2:]
-        names.append(f"ansible_collections.{namespace}.{name}")
+    for root in C.COLLECTIONS_PATHS:
+        base = os.path.join(os.path.expanduser(root), "ansible_collections")
+        for namespace in sorted(os.listdir(base)) if os.path.isdir(base) else []:
+            for name in sorted(os.listdir(os.path.join(base, namespace))):
+                if os.path.isdir(os.path.join(base, namespace, name)) and name.isidentifier():
+                    names.append(f"ansible_collections.{namespace}.{name}")
     return sorted(set(names))
 
 
