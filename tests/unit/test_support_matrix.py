@@ -17,8 +17,8 @@ def matrix_cores() -> list:
 
 
 def minor(version: str) -> tuple:
-    major, minor_, *_ = version.split(".")
-    return int(major), int(minor_)
+    parts = version.split(".")
+    return int(parts[0]), int(parts[1])
 
 
 def pinned_core() -> str:
