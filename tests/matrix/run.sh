@@ -3,7 +3,7 @@
 # tests/matrix/cores.txt, each in its own venv (lab/core_venv.sh, cached per machine), the releases
 # side by side where the machine has the CPUs (one per two cores). Full logs under .lab/logs/matrix/;
 # one line per release and step, and the tail of each failing log.
-# Usage: tests/matrix/run.sh [VERSION ...]     (default: every release of cores.txt)
+# Usage: tests/matrix/run.sh [VERSION ...]     (default: every release of cores.txt, then the node Python)
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "${repo}"
@@ -37,6 +37,24 @@ one() {
     return "${rc}"
 }
 
+# ansible-test's compile and import checks of the modules on the oldest node Python
+# (tests/matrix/node-python.txt), found on PATH or among pyenv's versions.
+node_python() {
+    local version found
+    version="$(grep -vE '^\s*(#|$)' tests/matrix/node-python.txt | head -1)"
+    found="$(command -v "python${version}" 2>/dev/null)" && "${found}" -c '' 2>/dev/null ||
+        found="$(find "${HOME}/.pyenv/versions" -maxdepth 3 -path "*/${version}.*/bin/python${version}" 2>/dev/null | sort -V | tail -1)"
+    [[ -n "${found}" ]] || { echo "[matrix] node Python ${version}: not found (PATH or pyenv) FAILED"; return 1; }
+    local start=${SECONDS} log="${logs}/node-python-${version}.log"
+    if PATH="$(dirname "${found}"):${PATH}" tests/sanity/run.sh --test compile --test import --python "${version}" >"${log}" 2>&1; then
+        echo "[matrix] node Python ${version}: compile and import passed in $((SECONDS - start)) s"
+    else
+        echo "[matrix] node Python ${version}: compile and import FAILED (${log}):"
+        grep -E '^(ERROR|FATAL)' "${log}" | head -20 | sed 's/^/    /'
+        return 1
+    fi
+}
+
 width=$(($(nproc) / 2))
 ((width >= 1)) || width=1
 echo "[matrix] ansible-core ${cores[*]}: sanity and units, ${width} at a time"
@@ -50,5 +68,6 @@ for version in "${cores[@]}"; do
     fi
 done
 for pid in "${pids[@]}"; do wait "${pid}" || failed=1; done
+(($#)) || node_python || failed=1
 ((failed == 0)) || { echo "[matrix] FAILED (logs: ${logs})"; exit 1; }
 echo "[matrix] passed: ansible-core ${cores[*]}"
