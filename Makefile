@@ -64,7 +64,7 @@ $(COLLECTIONS_STAMP): $(VENV)/.stamp requirements.yml lab/link_collections.py
 tools: venv $(TOOL_TARGETS)
 
 lab-image:
-	lab/image/build.sh >/dev/null
+	lab/heartbeat.sh lab-image lab/image/build.sh >/dev/null
 
 lint: venv
 	ansible-lint
@@ -79,7 +79,7 @@ sanity: venv
 	tests/sanity/run.sh
 
 build-check: venv
-	tests/build/check.sh
+	lab/heartbeat.sh build-check tests/build/check.sh
 
 # Tests against a private lab cluster (tests/controlplane; needs the binaries). Not
 # tests/integration: that is where ansible-test looks for its integration targets.
@@ -109,11 +109,13 @@ molecule-test: tools controlplane lab-image
 # clusters, then the other scenarios). Neither lane fills the machine alone: much of their time is
 # waiting on API servers, kwok's simulated Pods and node boots. They share no lab node, cluster or
 # port (lab/nodes.sh takes a machine-wide lock to create or remove nodes). Each lane is one
-# sequence; their output interleaves as it comes (not held back per command: a lane's molecule run
-# takes half an hour and prints each scenario as it starts).
+# sequence, into its own log (lab/run_lanes.py prints each lane's state every 30 s, and the end of
+# a failed lane's log with what failed in it).
 # What both lanes need (the control-plane binaries, the node image) is built before they start.
 test: test-fast build-check controlplane lab-image
-	$(MAKE) --no-print-directory -j2 test-lab-lane test-cluster-lane
+	$(VENV)/bin/python lab/run_lanes.py --tag test \
+		lab-lane="$(MAKE) --no-print-directory test-lab-lane" \
+		cluster-lane="$(MAKE) --no-print-directory test-cluster-lane"
 	@echo "make test: all checks passed"
 
 test-lab-lane: tools controlplane lab-image
@@ -124,9 +126,13 @@ test-cluster-lane: tools controlplane lab-image
 	$(MAKE) --no-print-directory -j1 ee-build controlplane-test matrix
 	lab/molecule/run.sh $(CLUSTER_LANE_SCENARIOS)
 
-# The three run side by side (each is mostly one process); their lines interleave, whole.
+# The three run side by side (each is mostly one process), each into its log under .lab/logs/
+# (lab/run_lanes.py: a status line every 30 s, and a summary of what failed at the end).
 test-fast: tools
-	$(MAKE) --no-print-directory -j3 --output-sync=line lint unit sanity
+	$(VENV)/bin/python lab/run_lanes.py --tag test-fast \
+		lint="$(MAKE) --no-print-directory lint" \
+		unit="$(MAKE) --no-print-directory unit" \
+		sanity="$(MAKE) --no-print-directory sanity"
 	@echo "make test-fast: lint, unit and sanity passed"
 
 lab: tools controlplane lab-image

@@ -48,5 +48,5 @@ $(HELM_CACHED):
 # Always run: build.sh decides (in under a second) whether anything is missing. The kubectl link
 # is only replaced when it points elsewhere (make test's two lanes both come here).
 controlplane:
-	@bin="$$(lab/controlplane/build.sh)"; mkdir -p .tools/bin; \
+	@bin="$$(lab/heartbeat.sh controlplane lab/controlplane/build.sh)"; mkdir -p .tools/bin; \
 	[[ "$$(readlink .tools/bin/kubectl)" == "$$bin/kubectl" ]] || ln -sfn "$$bin/kubectl" .tools/bin/kubectl
