@@ -150,10 +150,10 @@ plan: tools
 lab-test: tools controlplane lab-image
 	lab/check.sh
 
-# The same on the oldest supported ansible-core: its venv's ansible-playbook first on PATH.
+# The same on the oldest supported ansible-core (LAB_VENV: the lab scripts put its bin first on PATH).
 lab-test-oldest: tools controlplane lab-image
 	lab/core_venv.sh $(OLDEST_CORE)
-	PATH="$(REPO)/.lab/cores/$(OLDEST_CORE)/bin:$$PATH" lab/check.sh
+	LAB_VENV="$(REPO)/.lab/cores/$(OLDEST_CORE)" lab/check.sh
 
 lab-down:
 	lab/lab.sh down

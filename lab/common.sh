@@ -5,6 +5,11 @@
 LAB_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO_ROOT="$(cd "${LAB_ROOT}/.." && pwd)"
 LAB_STATE="${REPO_ROOT}/.lab"
+# The toolchain the lab runs (make venv's .venv; LAB_VENV=.lab/cores/<version> runs an older core
+# of the support matrix) and the tools make builds, first on PATH: a lab script run from a fresh
+# shell uses them, not whatever python or ansible-playbook the shell has.
+LAB_VENV="${LAB_VENV:-${REPO_ROOT}/.venv}"
+export PATH="${LAB_VENV}/bin:${REPO_ROOT}/.tools/bin:${PATH}"
 # What is built once per machine and shared by every checkout and CI run on it (the toolchain
 # venv, the local package repository, the control-plane binaries, Helm, ...), each under a key
 # hashed from what it is built from; GPUFABRIC_CACHE_DIR moves it.
@@ -20,8 +25,8 @@ log() { printf '[lab] %s\n' "$*" >&2; }
 # The project's Python (make venv), else python3: the lab's cluster scripts need kubernetes,
 # cryptography and PyYAML, which the project's virtualenv has.
 lab_python() {
-    if [[ -x "${REPO_ROOT}/.venv/bin/python" ]]; then
-        printf '%s\n' "${REPO_ROOT}/.venv/bin/python"
+    if [[ -x "${LAB_VENV}/bin/python" ]]; then
+        printf '%s\n' "${LAB_VENV}/bin/python"
     else
         command -v python3 || die "no python3 found (run 'make venv')"
     fi
