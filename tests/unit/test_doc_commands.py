@@ -239,3 +239,16 @@ def test_cheap_documented_command_runs_in_a_fresh_shell(command):
     assert result.stdout.strip(), f"`{command}` printed nothing"
     if command.startswith("ansible-doc -t filter -l"):
         assert "gpufabric.rollout." in result.stdout, result.stdout
+
+
+def test_every_relative_link_of_the_docs_points_into_the_repository():
+    """A link in README.md or docs/*.md names a file of the repository (no document left outside it)."""
+    broken = []
+    for doc in DOCS:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", doc.read_text(encoding="utf-8")):
+            if re.match(r"[a-z]+://", target):
+                continue
+            path = (doc.parent / target).resolve()
+            if not path.exists() or REPO not in path.parents:
+                broken.append(f"{doc.relative_to(REPO)}: {target}")
+    assert not broken, "links to files the repository does not have:\n" + "\n".join(broken)
