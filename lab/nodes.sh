@@ -2,7 +2,7 @@
 # Start, list and remove lab nodes: podman containers of the lab image running systemd and
 # sshd, named like GPU nodes. Ansible reaches them as it reaches servers: over SSH as the
 # unprivileged user `ansible` with the checkout's lab key, becoming root with sudo (see
-# inventory/lab and the README, "How the lab connects to its nodes"). Their hardware (a
+# inventory/lab and docs/lab.md, "How the lab connects to its nodes"). Their hardware (a
 # snapshot tree) and hardware-tool simulators are laid down by lab/prepare.yml, which
 # `make lab` and molecule's prepare step run.
 #

@@ -14,8 +14,8 @@ adds on top depends on the driver flavour (the roce scenarios test one each):
 * both: RDMA-CM configfs root ``sys/kernel/config/rdma_cm`` (rdma_cm loaded, configfs mounted).
 
 Power-on values: trust pcp, the firmware DSCP table (priority = DSCP >> 3), CNP DSCP 48 and
-priority 6 (firmware NV defaults, facts.md 1.1), ECN enable 0 on every priority (the lab starts
-with DCQCN off so that enabling it is visible).
+priority 6 (firmware NV defaults, docs/facts.md, "RoCE QoS on ConnectX"), ECN enable 0 on every
+priority (the lab starts with DCQCN off so that enabling it is visible).
 
 Usage: ``nic_driver_sysfs.py mofed|inbox|boot SYSROOT``.
 ``boot`` is what the lab node's hardware unit runs after restoring the power-on tree: the

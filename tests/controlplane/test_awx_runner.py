@@ -25,7 +25,7 @@ one job to the next, so a plan cached by an earlier job would be found: the plan
 
 AWX's own job slicing gives each slice an inventory of its own hosts only
 (Inventory.get_script_data): the last test shows that such a slice plans the cluster from its own
-nodes, which is why the README says not to slice the cluster stage.
+nodes, which is why docs/awx.md says not to slice the cluster stage.
 """
 
 from __future__ import annotations
@@ -361,7 +361,7 @@ def test_a_warm_fact_cache_neither_skips_the_plan_nor_keeps_it(history):
 
 
 def test_an_awx_slice_plans_the_cluster_from_its_own_nodes_only(lab, history):
-    """What the README's advice rests on: AWX gives a slice an inventory of its hosts only, so its
+    """What the advice of docs/awx.md rests on: AWX gives a slice an inventory of its hosts only, so its
     plan covers them alone although plan_dir holds the other node's record."""
     job = history["awx_slice"]
     _ok(job)

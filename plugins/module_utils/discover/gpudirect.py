@@ -1,6 +1,8 @@
 # Copyright: (c) 2026, gpufabric.rollout contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""GPUDirect RDMA: read the driver facts and decide DMA-BUF or nvidia-peermem (facts.md §4).
+"""GPUDirect RDMA: read the driver facts and decide DMA-BUF or nvidia-peermem.
+
+The requirements: docs/facts.md, "GPUDirect RDMA: nvidia-peermem and DMA-BUF".
 
 DMA-BUF needs the open GPU kernel module, CUDA >= 11.7, a Turing or newer GPU and Linux
 >= 5.12; it works with inbox RDMA drivers. nvidia-peermem needs MOFED/DOCA-OFED's ib_core

@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Parse ``gdscheck -p`` output (and the same report in cufile.log) into facts.
 
-The report's wording changes between GDS releases (facts.md §5.5): block titles, the list of
+The report's wording changes between GDS releases (docs/facts.md, "gdscheck and gdsio"): block titles, the list of
 filesystems, ``--MOFED peer direct`` vs ``--Mellanox PeerDirect``, ``key : value`` vs
 ``key: value``. So the parser reads ``key : value`` pairs per block and recognises the few
 lines it needs by loose patterns; anything else is kept in ``other`` rather than rejected.

@@ -4,7 +4,7 @@
 result lines.
 
 One result line per run (NVIDIA GDS Benchmarking and Configuration Guide, "gdsio Utility";
-facts.md §5.5)::
+docs/facts.md, "gdscheck and gdsio")::
 
     IoType: READ XferType: GPUD Threads: 8 DataSetSize: 818796544/4096000(KiB) IOSize: 1024(KiB)
     Throughput: 6.524658 GiB/sec, Avg_Latency: 1197.370995 usecs ops: 799606 total_time 119.679102 secs

@@ -3,7 +3,7 @@
 """Render an NCCL topology file (NCCL_TOPO_FILE) from ``gpufabric_topology`` facts.
 
 The layout follows what NCCL itself builds from sysfs and dumps with NCCL_TOPO_DUMP_FILE
-(NVIDIA/nccl src/graph/xml.cc, xml.h; facts.md section 3.7):
+(NVIDIA/nccl src/graph/xml.cc, xml.h; docs/facts.md, "NCCL topology file"):
 
 * ``<system version="1">`` holds one ``<cpu>`` per NUMA id (``numaid`` = the device's
   ``numa_node``, ``-1`` when unknown), with ``affinity`` (the node's cpumap, left out when the

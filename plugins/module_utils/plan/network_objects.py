@@ -4,7 +4,7 @@
 device plugin config, nv-ipam pools, NetworkAttachmentDefinitions, SR-IOV operator objects, NCCL
 environment, and one file name per object for render mode. Moved unchanged from _cluster_plan.py.
 
-Object shapes follow docs facts.md section 7. Pure and typed, no AnsibleModule.
+Object shapes follow docs/facts.md, "Network Operator and secondary-network objects". Pure and typed, no AnsibleModule.
 """
 
 # ruff: noqa: UP031  -- %-formatting kept for the many-field messages (these strings are compared in tests)

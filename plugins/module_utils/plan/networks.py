@@ -12,8 +12,9 @@ It takes the values the plan checked (_plan_cluster.py): `gpufabric_rails` with 
 and the fabric with `roce_tos` resolved. An intent the nodes cannot carry raises ClusterPlanError
 whose message names the rail (or node group) and the numbers.
 
-Object shapes follow ../shared/docs/facts.md section 7 (NicClusterPolicy, NicNodePolicy, RDMA shared device
-plugin config, nv-ipam IPPool/CIDRPool, NetworkAttachmentDefinition, whereabouts IPAM, SR-IOV operator CRs).
+Object shapes follow docs/facts.md, "Network Operator and secondary-network objects" (NicClusterPolicy,
+NicNodePolicy, RDMA shared device plugin config, nv-ipam IPPool/CIDRPool, NetworkAttachmentDefinition,
+whereabouts IPAM, SR-IOV operator CRs).
 """
 
 from __future__ import annotations

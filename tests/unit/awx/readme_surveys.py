@@ -1,5 +1,5 @@
-"""Print (or, with --write, put into README.md) the summary of the AWX surveys that the
-README's AWX section carries; test_survey.py checks the README against the same generation."""
+"""Print (or, with --write, put into docs/awx.md) the summary of the AWX surveys that the AWX
+documentation carries; test_survey.py checks docs/awx.md against the same generation."""
 
 from __future__ import annotations
 
@@ -30,12 +30,11 @@ def main():
     if "--write" not in sys.argv:
         print(block)
         return
-    readme = HERE.parents[2] / "README.md"
-    text = readme.read_text()
-    section = text.index("\n## AWX\n")
-    start = text.index("\n- plan (", section) + 1
+    doc = HERE.parents[2] / "docs" / "awx.md"
+    text = doc.read_text()
+    start = text.index("\n- plan (") + 1
     end = text.index("\n\n", start)
-    readme.write_text(text[:start] + block + text[end:])
+    doc.write_text(text[:start] + block + text[end:])
 
 
 if __name__ == "__main__":

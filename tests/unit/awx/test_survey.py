@@ -373,19 +373,18 @@ def test_survey_core_refuses_bad_sources():
         _awx.survey([{"source": "r", "argument_spec": {"options": {"bad-name": {}}}}], "t", allow=[])
 
 
-# --- the README's summary follows the specs ---------------------------------------------------------
+# --- docs/awx.md's summary follows the specs -------------------------------------------------------
 
 
-def test_readme_summarises_the_generated_surveys():
-    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
-    section = readme.split("## AWX\n", 1)[1].split("\n## ", 1)[0]
+def test_awx_doc_summarises_the_generated_surveys():
+    section = (Path(__file__).resolve().parents[3] / "docs" / "awx.md").read_text()
     for stage, result in DESCRIBED.items():
         if not result["enabled"]:
             continue
         match = re.search(rf"^- {stage} \((\d+) questions\): (.*?)\.\n(?=- |\n)", section, re.M | re.S)
-        assert match, f"README: no summary line for the {stage} survey"
-        assert int(match.group(1)) == len(result["survey_spec"]["spec"]), f"README: {stage} question count"
+        assert match, f"docs/awx.md: no summary line for the {stage} survey"
+        assert int(match.group(1)) == len(result["survey_spec"]["spec"]), f"docs/awx.md: {stage} question count"
         listed = re.findall(r"`(\w+)`", match.group(2))
         assert listed == [q["variable"] for q in result["survey_spec"]["spec"]], (
-            f"README: {stage} questions; run python tests/unit/awx/readme_surveys.py --write"
+            f"docs/awx.md: {stage} questions; run python tests/unit/awx/readme_surveys.py --write"
         )
