@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """Run test lanes side by side, each into its own log, and never stay silent for long.
 
 Usage: lab/run_lanes.py [--tag TAG] [--every SECONDS] NAME=COMMAND [NAME=COMMAND ...]

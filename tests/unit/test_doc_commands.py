@@ -168,7 +168,7 @@ def runner_of(command: str) -> Runner | None:
 
 def test_the_docs_show_commands():
     """The extraction finds the commands a user reads first (guards against a regex that finds none)."""
-    shown = {command for _, command in documented()}
+    shown = {command for _doc, command in documented()}
     assert {"make lab", "make test"} <= shown, sorted(shown)
 
 
@@ -183,7 +183,7 @@ def test_every_documented_command_has_a_runner(doc, command):
 
 @pytest.mark.parametrize("runner", RUNNERS, ids=lambda r: r.pattern[:50])
 def test_every_runner_is_used_and_still_runs_it(runner):
-    matched = [command for _, command in documented() if re.fullmatch(runner.pattern, command)]
+    matched = [command for _doc, command in documented() if re.fullmatch(runner.pattern, command)]
     assert matched, f"no documented command matches `{runner.pattern}`: remove the entry"
     for path, text in runner.evidence:
         content = (REPO / path).read_text(encoding="utf-8")
@@ -219,7 +219,7 @@ def _fresh_shell_path() -> str:
     )
 
 
-CHEAP = sorted({command for _, command in documented() if (r := runner_of(command)) is not None and r.run_here})
+CHEAP = sorted({command for _doc, command in documented() if (r := runner_of(command)) is not None and r.run_here})
 
 
 @pytest.mark.parametrize("command", CHEAP)

@@ -58,6 +58,7 @@ def test_heartbeat_speaks_up_during_silence_and_keeps_stdout_and_status(tmp_path
         capture_output=True,
         text=True,
         env=dict(os.environ, HEARTBEAT_EVERY="2"),
+        check=False,
     )
     assert out.returncode == 7
     assert out.stdout == "result\n"

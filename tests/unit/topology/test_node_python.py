@@ -27,12 +27,11 @@ NODE_PYTHON = next(
 
 def node_python() -> str:
     """An interpreter of NODE_PYTHON: on PATH, else installed by pyenv."""
-    found = [shutil.which(f"python{NODE_PYTHON}")] + sorted(
-        glob.glob(os.path.expanduser(f"~/.pyenv/versions/{NODE_PYTHON}.*/bin/python{NODE_PYTHON}"))
-    )
+    pyenv = sorted(glob.glob(os.path.expanduser(f"~/.pyenv/versions/{NODE_PYTHON}.*/bin/python{NODE_PYTHON}")))
+    found = [shutil.which(f"python{NODE_PYTHON}"), *pyenv]
     for candidate in filter(None, found):
         probe = subprocess.run(
-            [candidate, "-c", "import sys; print(sys.version_info[:2])"], capture_output=True, text=True
+            [candidate, "-c", "import sys; print(sys.version_info[:2])"], capture_output=True, text=True, check=False
         )
         if probe.returncode == 0 and probe.stdout.strip() == str(tuple(int(x) for x in NODE_PYTHON.split("."))):
             return candidate
