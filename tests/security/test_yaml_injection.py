@@ -47,7 +47,7 @@ def test_the_plan_refuses_a_storage_chart_version_with_more_than_a_version(check
 
 @pytest.mark.parametrize("role", ["network_operator", "gpu_operator"])
 def test_the_plan_refuses_an_operator_chart_version_with_a_newline(check, role):
-    _plan, problems = check("cluster", lab_variables(**{f"{role}_chart_version": "v25.10.0\nvaluesInline: {}"}))
+    _plan, problems = check("cluster", lab_variables(**{f"{role}_chart_version": "v26.4.1\nvaluesInline: {}"}))
     assert any(p.startswith(f"{role}_chart_version:") for p in problems), problems
 
 

@@ -83,8 +83,17 @@ def cluster_plan(
     cidrs: Optional[Mapping[str, Any]] = None,
     fabric_overrides: Optional[Mapping[str, Any]] = None,
     nccl_version: str = "2.27.3",
+    components: Optional[Mapping[str, Any]] = None,
+    network_operator_version: Optional[str] = None,
 ) -> Dict[str, Any]:
-    """The cluster networking plan from a few overrides of the gpufabric_rails and fabric defaults."""
+    """The cluster networking plan from a few overrides of the gpufabric_rails and fabric defaults
+    (the Network Operator objects for ``network_operator_version``, default the newest supported)."""
     return _cluster_plan.plan_cluster(
-        rails(**dict(intent)), dict(nodes), dict(cidrs or {}), fabric(**dict(fabric_overrides or {})), nccl_version
+        rails(**dict(intent)),
+        dict(nodes),
+        dict(cidrs or {}),
+        fabric(**dict(fabric_overrides or {})),
+        nccl_version,
+        dict(components or {}),
+        network_operator_version,
     )

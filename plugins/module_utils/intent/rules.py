@@ -28,6 +28,7 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers.qos impo
     TSA_NAMES,
 )
 from ansible_collections.gpufabric.rollout.plugins.module_utils.shared import image_ref as _image_ref
+from ansible_collections.gpufabric.rollout.plugins.module_utils.shared import network_operator as _network_operator
 
 ECT0 = 0b10  # the ECN field of a RoCE packet marked ECN-capable (RFC 3168 ECT(0))
 CNI_VERSIONS = ("0.3.1", "0.4.0", "1.0.0")
@@ -423,7 +424,11 @@ def chart_rules(values: Mapping[str, Any], problems: Problems) -> None:
         ver = values.get(f"{role}_chart_version")
         path = values.get(f"{role}_chart_path")
         if f"{role}_chart_version" in values and not CHART_VERSION_RE.fullmatch(str(ver)):
-            problems.append(f"{role}_chart_version: {show(ver)} must be a pinned chart version such as 25.10.0")
+            problems.append(f"{role}_chart_version: {show(ver)} must be a pinned chart version such as 26.4.1")
+        elif role == "network_operator" and f"{role}_chart_version" in values:
+            outside = _network_operator.range_problem(f"{role}_chart_version", ver)
+            if outside:
+                problems.append(outside)
         if (
             f"{role}_chart_path" in values
             and not path

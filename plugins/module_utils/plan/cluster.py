@@ -290,6 +290,7 @@ def plan(
             fabric,
             first["nccl_version"],
             values.get("network_operator_images"),
+            values.get("network_operator_chart_version"),
         )
     except ClusterPlanError as exc:
         raise PlanError([str(exc)]) from None

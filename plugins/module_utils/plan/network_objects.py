@@ -37,10 +37,10 @@ CRD_NAMES = {
 DEFAULT_COMPONENTS = {
     # ImageSpec per NicClusterPolicy component; the network_operator role passes the pinned values it documents.
     "repository": "nvcr.io/nvidia/mellanox",
-    "rdma_shared_device_plugin": {"image": "k8s-rdma-shared-dev-plugin", "version": "network-operator-v25.10.0"},
-    "multus": {"image": "multus-cni", "version": "network-operator-v25.10.0"},
-    "cni_plugins": {"image": "plugins", "version": "network-operator-v25.10.0"},
-    "nv_ipam": {"image": "nvidia-k8s-ipam", "version": "network-operator-v25.10.0"},
+    "rdma_shared_device_plugin": {"image": "k8s-rdma-shared-dev-plugin", "version": "network-operator-v26.4.1"},
+    "multus": {"image": "multus-cni", "version": "network-operator-v26.4.1"},
+    "cni_plugins": {"image": "plugins", "version": "network-operator-v26.4.1"},
+    "nv_ipam": {"image": "nvidia-k8s-ipam", "version": "network-operator-v26.4.1"},
 }
 
 
@@ -58,6 +58,35 @@ def image_spec(components: Dict[str, Any], key: str) -> Dict[str, Any]:
     spec.update(components.get(key) or {})
     spec.setdefault("repository", components.get("repository") or DEFAULT_COMPONENTS["repository"])
     return {k: spec[k] for k in ("image", "repository", "version") if spec.get(k)}
+
+
+def release_images(
+    components: Dict[str, Any], version: Any, accepts: Dict[str, bool], nv_ipam: bool
+) -> Dict[str, Dict[str, Any]]:
+    """The ImageSpec of every component the NicClusterPolicy / NicNodePolicies carry. Releases before
+    26.4.0 require image, repository and version in each; a component without one is refused."""
+    keys = ["rdma_shared_device_plugin", "multus", "cni_plugins"] + (["nv_ipam"] if nv_ipam else [])
+    out = {key: image_spec(components, key) for key in keys}
+    if accepts["image_spec_needs_all"]:
+        for key in keys:
+            missing = [k for k in ("image", "repository", "version") if not out[key].get(k)]
+            if missing:
+                raise ClusterPlanError(
+                    "network_operator_images.%s: %s is empty, but the Network Operator %s (network_operator_"
+                    "chart_version) requires image, repository and version in every component; set them, or "
+                    "pin 26.4.0 or later" % (key, ", ".join(missing), version)
+                )
+    return out
+
+
+def node_policy_refusal(version: Any, shared_specs: List[Dict[str, Any]], groups: List[Dict[str, Any]]) -> str:
+    """Why node groups with their own RDMA shared device plugin selectors need a NicNodePolicy release."""
+    names = sorted({g["name"] for s in shared_specs for g in s["_groups"] if any(g is x for x in groups)})
+    return (
+        "network_operator_chart_version: %s has no NicNodePolicy (the Network Operator added it in 26.4.0), "
+        "but the node groups %s (different NIC hardware) need their own RDMA shared device plugin selectors, "
+        "which one NicClusterPolicy cannot give them; pin 26.4.0 or later" % (version, ", ".join(names))
+    )
 
 
 def ipam_config(cfg: Dict[str, Any], spec: Dict[str, Any]) -> Dict[str, Any]:

@@ -44,13 +44,15 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.plan.ipplan impo
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan.network_objects import (
     CRD_NAMES,
     device_plugin_config,
-    image_spec,
     nad_object,
     nccl_env,
+    node_policy_refusal,
     object_meta,
     pool_object,
+    release_images,
     sriov_objects,
 )
+from ansible_collections.gpufabric.rollout.plugins.module_utils.shared import network_operator as _network_operator
 
 
 # --------------------------------------------------------------------------------------------- main
@@ -61,8 +63,11 @@ def plan_cluster(
     fabric: Optional[Dict[str, Any]] = None,
     nccl_version: Any = None,
     components: Optional[Dict[str, Any]] = None,
+    network_operator_version: Any = None,
 ) -> Dict[str, Any]:
-    """Plan the cluster side; see the module docstring. `nodes` maps node name -> gpufabric_topology facts."""
+    """Plan the cluster side; see the module docstring. `nodes` maps node name -> gpufabric_topology facts.
+    The Network Operator objects are written for the release `network_operator_version` names (None: the newest
+    supported one)."""
     try:
         require_netaddr()
     except IPPlanError as exc:
@@ -70,6 +75,7 @@ def plan_cluster(
     cfg = dict(intent)
     fabric = dict(fabric or {})
     components = dict(components or {})
+    accepts = _network_operator.features(network_operator_version)
     if not nodes:
         raise ClusterPlanError("no GPU nodes: the plan needs the topology facts of at least one node")
     groups, rails_of = group_nodes(nodes, cfg["label_prefix"])
@@ -166,16 +172,16 @@ def plan_cluster(
 
     shared_specs = [s for s in specs if s["nad_type"] in SHARED_TYPES]
     policies: List[Dict[str, Any]] = []
+    images = release_images(components, network_operator_version, accepts, cfg["ipam"] != "whereabouts")
     ncp_spec: Dict[str, Any] = {
-        "secondaryNetwork": {
-            "multus": image_spec(components, "multus"),
-            "cniPlugins": image_spec(components, "cni_plugins"),
-        },
+        "secondaryNetwork": {"multus": images["multus"], "cniPlugins": images["cni_plugins"]},
     }
     if cfg["ipam"] != "whereabouts":
-        ncp_spec["nvIpam"] = dict(image_spec(components, "nv_ipam"), enableWebhook=False)
+        ncp_spec["nvIpam"] = dict(images["nv_ipam"], enableWebhook=False)
+    if shared_specs and len(groups) > 1 and not accepts["nic_node_policy"]:
+        raise ClusterPlanError(node_policy_refusal(network_operator_version, shared_specs, groups))
     if shared_specs and len(groups) == 1:
-        plugin = image_spec(components, "rdma_shared_device_plugin")
+        plugin = images["rdma_shared_device_plugin"]
         ncp_spec["rdmaSharedDevicePlugin"] = dict(plugin, config=device_plugin_config(cfg, specs, groups, rails_of))
     policies.append(
         {
@@ -197,7 +203,7 @@ def plan_cluster(
                     "spec": {
                         "nodeSelector": {group_label: group["name"]},
                         "rdmaSharedDevicePlugin": dict(
-                            image_spec(components, "rdma_shared_device_plugin"),
+                            images["rdma_shared_device_plugin"],
                             config=device_plugin_config(cfg, specs, [group], rails_of),
                         ),
                     },

@@ -138,4 +138,7 @@ def test_operator_drivers_in_the_matrix_pass(specs, operator_version):
         records[host] = _plan_cluster.node_record(plan_of(specs, variables, node), node["topology"])
     values, problems = check(specs, "cluster", lab_intent())
     assert problems == []
-    assert _plan_cluster.plan(values, records, skew_rules=SKEW)["skew_notes"] == []
+    notes = _plan_cluster.plan(values, records, skew_rules=SKEW)["skew_notes"]
+    # no note on the drivers; the default Network Operator (26.4.1) is newer than the GPU Operator
+    # v26.7 documentation's validated list, which is the one note
+    assert [n.split(":")[0] for n in notes] == ["network_operator_chart_version"]

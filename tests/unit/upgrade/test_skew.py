@@ -91,6 +91,8 @@ def test_branch(text, branch):
         ("network_operator", "25.7.0", "25.10.0", False, False),
         ("network_operator", "25.4.0", "26.1.0", True, False),
         ("network_operator", None, "25.10.0", False, False),  # not installed yet: an install, no path
+        ("network_operator", "26.1.2", "26.4.1", False, False),
+        ("network_operator", "25.10.0", "26.4.1", True, False),  # skips 26.1
     ],
 )
 def test_upgrade_paths(rules, component, current, target, refused, noted):
@@ -152,3 +154,13 @@ def test_charts_the_collection_does_not_install_are_not_judged(rules):
 def test_the_lab_targets_fit(rules):
     values = {"gpu_operator_chart_version": "v26.7.0", "network_operator_chart_version": "25.10.0"}
     assert _skew.target_set(values, {"n1": record("580.95.05"), "n2": record("580.105.08")}, rules) == ([], [])
+
+
+def test_the_default_network_operator_is_not_yet_validated_by_the_gpu_operator(rules):
+    """The GPU Operator v26.7 documentation validates GPUDirect RDMA with Network Operator 26.1, 25.10 and
+    25.7; the default 26.4.1 is newer than that list, which the plan says (a note, not a refusal)."""
+    values = {"gpu_operator_chart_version": "v26.7.0", "network_operator_chart_version": "26.4.1"}
+    problems, notes = _skew.target_set(values, {"n1": record("580.95.05")}, rules)
+    assert problems == []
+    assert len(notes) == 1
+    assert "network_operator_chart_version: 26.4.1" in notes[0] and "(26.1, 25.10, 25.7)" in notes[0]

@@ -267,9 +267,9 @@ def test_the_cluster_phase_follows_the_order_and_refuses_a_skipped_major():
     values = dict(
         VALUES,
         gpu_operator_chart_version="v26.7.0",
-        network_operator_chart_version="25.10.0",
+        network_operator_chart_version="26.4.1",
     )
-    result = _upgrade.plan(values, records(), [], {"gpu_operator": "v26.3.1", "network_operator": "25.10.0"}, RULES)
+    result = _upgrade.plan(values, records(), [], {"gpu_operator": "v26.3.1", "network_operator": "26.4.1"}, RULES)
     assert [c["layer"] for c in result["cluster"]] == ["network_operator", "gpu_operator"]
     assert [c["change"] for c in result["cluster"]] == [False, True]
     assert "gpu_operator v26.3.1 -> v26.7.0" in result["summary"]
