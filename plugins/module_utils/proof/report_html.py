@@ -34,7 +34,8 @@ p{margin:.3em 0} .meta{color:#555;font-size:.9em}
 .ok{color:#2e7d32;font-weight:bold} .bad{color:#c62828;font-weight:bold} .skip{color:#8d5a00;font-weight:bold}
 table{border-collapse:collapse;font-size:.85em;width:100%} td,th{border:1px solid #ddd;padding:2px 5px;text-align:left}
 th{background:#f3f3f3} tr.fail td{background:#fdecea} tr.notrun td{background:#fff8e1}
-td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+td.num{text-align:right;font-variant-numeric:tabular-nums}
+table.checks td{overflow-wrap:anywhere;word-break:break-word}
 table.checks{table-layout:fixed} ul.problems{margin:.2em 0;padding-left:1.2em;font-size:.85em}
 .plots{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:8px}
 figure{margin:0} figure img{width:100%;height:auto;border:1px solid #eee;display:block}

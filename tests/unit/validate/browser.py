@@ -31,6 +31,7 @@ def flags(profile: Path):
 
 def run_script(exe: str, html: str, script: str, tmp_path: Path, window=(1280, 1000)):
     """Load ``html`` with ``script`` run on load; the script's result (JSON) as Python data."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
     page = tmp_path / "probe.html"
     body = (
         "<script>window.addEventListener('load',()=>{const r=(()=>{" + script + "})();"
