@@ -298,8 +298,8 @@ text:
   type: str
 console:
   description:
-    - What to print: the verdict, one line per layer and node with its counts, every failure and every gate not run
-      in full, and the report files; with O(verbose) every passing check too.
+    - The lines to print. The verdict, one line per layer and node with its counts, every failure and every gate
+      not run in full, and the report files; with O(verbose) every passing check too.
   returned: always
   type: list
   elements: str
