@@ -103,6 +103,10 @@ def _memory(check: Mapping[str, Any]) -> str:
     return "gpu memory" if check["name"].endswith("gpu memory") else "host memory"
 
 
+def _node_memory(check: Mapping[str, Any]) -> str:
+    return f"{check['node']} {_memory(check)}"
+
+
 def _rail(check: Mapping[str, Any]) -> str:
     return check["name"].replace(" host memory", "").replace(" gpu memory", "")
 
@@ -152,8 +156,7 @@ def plots(checks: List[Dict[str, Any]], series: Optional[Dict[str, Any]] = None)
     given = figure_inputs(checks, series)
     figures = []
     if given["rdma"]:
-        node_memory = lambda c: f"{c['node']} {_memory(c)}"  # noqa: E731
-        fig = _bars(plt, "RDMA bandwidth per rail (perftest)", given["rdma"], _rail, node_memory, "Gb/s")
+        fig = _bars(plt, "RDMA bandwidth per rail (perftest)", given["rdma"], _rail, _node_memory, "Gb/s")
         figures.append(("RDMA bandwidth per rail and node pair", fig, True))
     if given["nccl"]:
         figures.append(
