@@ -46,7 +46,7 @@ CHECK = {
 }
 
 
-def play(tmp: Path, sysroot: Path, *extra: str, **variables):
+def play(tmp: Path, sysroot: Path, *extra: str, probe_ran: bool = True, **variables):
     out = tmp / "reports"
     values = {
         "sysroot": str(sysroot),
@@ -65,7 +65,9 @@ def play(tmp: Path, sysroot: Path, *extra: str, **variables):
     values.update(variables)
     tmp.mkdir(parents=True, exist_ok=True)
     (tmp / "vars.json").write_text(json.dumps(values))
-    (tmp / "play.yml").write_text(PLAY)
+    # Without the probe (validate_probe false) probe.yml never set its fact.
+    text = PLAY if probe_ran else PLAY.replace('        __validate_probe_skipped: "{{ probe_skipped }}"\n', "")
+    (tmp / "play.yml").write_text(text)
     (tmp / "ansible-tmp").mkdir(exist_ok=True)
     env = dict(
         os.environ,
@@ -132,3 +134,10 @@ def test_a_check_mode_run_writes_a_marked_prediction_and_leaves_the_report_alone
     assert prediction.splitlines()[1].startswith("CHECK-MODE PREDICTION (ansible-playbook --check)")
     assert "CHECK-MODE PREDICTION" in (out / "validation-check-mode.html").read_text()
     assert (out / "validation-check-mode-junit.xml").is_file()
+
+
+def test_a_probe_switched_off_is_listed_as_not_run_for_all_nodes(tmp_path, sysroot):
+    stdout, _out = play(tmp_path, sysroot, "-e", "validate_probe=false", probe_ran=False)
+    lines = summary_lines(stdout)
+    assert "NOT RUN gpu all nodes: GPU probe: switched off (validate_probe: false)" in lines
+    assert not any(line.startswith("NOT RUN gpu localhost") for line in lines)
