@@ -1,5 +1,5 @@
 # gpufabric.rollout — one command to run the main job on the lab, one to test everything.
-#   make lab        build what is missing, start the lab, run site.yml, print the report
+#   make lab        build what is missing, start the lab, run site.yml, print the validation summary and the reports
 #   make test       lint, unit tests, ansible-test sanity, build check, EE build, control-plane
 #                   tests, the support matrix (sanity and units on each older ansible-core), the
 #                   main job end to end on the lab on the newest and the oldest core, every molecule scenario

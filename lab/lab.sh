@@ -5,7 +5,8 @@
 # Ansible reaches the nodes over SSH as `ansible` with sudo, through the transport named by
 # gpufabric_lab_connection (inventory/lab/group_vars/gpu_nodes/connection.yml) or
 # GPUFABRIC_LAB_CONNECTION (mitogen | ssh | podman).
-# Usage: lab/lab.sh up              start what is missing, prepare the nodes, run site.yml, print the report
+# Usage: lab/lab.sh up              start what is missing, prepare the nodes, run site.yml, print the
+#                                   validation summary and the reports' paths
 #        lab/lab.sh start           start what is missing and prepare the nodes (no site.yml)
 #        lab/lab.sh site [ARGS...]  run site.yml again on the running lab (make site; ARGS go to
 #                                   ansible-playbook, e.g. --check --diff)
@@ -78,16 +79,21 @@ playbook() {
 }
 
 # A playbook against the running lab (no node start, no prepare), with the CRD arguments:
-# `make site`, `make plan`; site.yml prints the report after.
+# `make site`, `make plan`; site.yml and validate.yml print the report's summary and paths after.
 again() {
-    local book="$1" extra=()
+    local book="$1" extra=() since rc=0
     shift
     "${LAB_ROOT}/kube.sh" status >/dev/null 2>&1 || die "the lab is not up: run 'make lab' first"
     # Running already: this applies the checkout's RBAC again (the roles' needs may have changed).
     "${LAB_ROOT}/kube.sh" start >/dev/null
     mapfile -t extra < <(crd_args)
-    playbook "${book}" "${extra[@]}" "$@"
-    [[ "${book}" != site.yml ]] || { echo; cat "${LAB_STATE}/rollout-report.txt"; }
+    since="$(mktemp "${TMPDIR:-/tmp}/gpufabric-lab-run.XXXXXX")"
+    playbook "${book}" "${extra[@]}" "$@" || rc=$?
+    if [[ "${book}" == site.yml || "${book}" == playbooks/validate.yml ]]; then
+        "${LAB_ROOT}/report-summary.sh" "${since}"
+    fi
+    rm -f "${since}"
+    return "${rc}"
 }
 
 down() {

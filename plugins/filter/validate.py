@@ -18,6 +18,7 @@ _perftest = module_utils("parsers.perftest")
 _readback = module_utils("proof.readback")
 _validate_jobs = module_utils("proof.jobs")
 _validate_reuse = module_utils("proof.reuse")
+_verdict = module_utils("proof.verdict")
 
 
 def validate_rdma_plan(
@@ -190,6 +191,20 @@ def validate_describe(check):
     return _gates.describe(check)
 
 
+def validate_not_run(state):
+    """The gates of this run that measured nothing, with their reasons (proof/verdict.py not_run)."""
+    if not isinstance(state, dict):
+        raise AnsibleFilterError(
+            f"validate_not_run: expects a mapping of the run's switches, got {type(state).__name__}"
+        )
+    return _verdict.not_run(_plain(state))
+
+
+def validate_missing_line(entry):
+    """A gate not run as the report's line: ``NOT RUN <layer> <node>: <what>: <reason>``."""
+    return _verdict.missing_line(entry)
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -198,6 +213,8 @@ class FilterModule:
             "validate_runs": validate_runs,
             "validate_gds_run": validate_gds_run,
             "validate_describe": validate_describe,
+            "validate_not_run": validate_not_run,
+            "validate_missing_line": validate_missing_line,
             "validate_readback": validate_readback,
             "validate_nccl_jobs": validate_nccl_jobs,
             "validate_ssh_keypair": validate_ssh_keypair,

@@ -166,6 +166,47 @@ options:
       detail:
         description: Where the value was read, or why it failed.
         type: str
+  not_run:
+    description:
+      - The gates that measured nothing in this run (render mode, no GPU, no PyTorch, switched off by a variable,
+        check mode), from P(gpufabric.rollout.validate_not_run#filter). Each is listed as not run with its reason in
+        every report and on the console; the verdict says ready for training only when none that readiness needs
+        is among them.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      category:
+        description: The layer.
+        type: str
+        required: true
+        choices: [host, rdma, nccl, gds, gpu]
+      node:
+        description: The node, C(all nodes) or C(cluster).
+        type: str
+        required: true
+      what:
+        description: What did not run (default the layer's title).
+        type: str
+      reason:
+        description: Why, in the user's terms.
+        type: str
+        required: true
+      required:
+        description: Whether readiness for training needs this gate.
+        type: bool
+        default: true
+  prediction:
+    description:
+      - This is a check-mode run (C(ansible-playbook --check)); the reports are marked as a check-mode prediction,
+        their verdict never says ready for training, and the caller writes them beside the validation report, not
+        over it.
+    type: bool
+    default: false
+  verbose:
+    description: Add every passing check to the console lines (RV(console)); the report files always hold them.
+    type: bool
+    default: false
   host_links:
     description: Add a check per GPU and RDMA NIC that its PCIe link runs at its maximum.
     type: bool
@@ -252,9 +293,25 @@ failing:
   type: list
   elements: str
 text:
-  description: The text summary.
+  description: The text report.
   returned: always
   type: str
+console:
+  description:
+    - The lines to print. The verdict, one line per layer and node with its counts, every failure and every gate
+      not run in full, and the report files; with O(verbose) every passing check too.
+  returned: always
+  type: list
+  elements: str
+verdict:
+  description: C(state) (C(ready), C(failed) or C(unproven)) and C(text), the verdict's line.
+  returned: always
+  type: dict
+not_run:
+  description: The gates that did not run, as given in O(not_run) with defaults filled in.
+  returned: always
+  type: list
+  elements: dict
 gates:
   description: The gates in force (defaults with the overrides applied).
   returned: always
@@ -281,8 +338,11 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import g
 from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import nccltests as _nccltests
 from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import perftest as _perftest
 from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import gates as _gates
+from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import plots as _plots
 from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import report as _validate_report
+from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import report_html as _report_html
 from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import reuse as _validate_reuse
+from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import verdict as _verdict
 from ansible_collections.gpufabric.rollout.plugins.module_utils.shared import atomic_file as _atomic_file
 
 # matplotlib is imported by the plots themselves (Agg backend); here only its presence is checked.
@@ -398,18 +458,18 @@ def figures(module, checks, series):
     else drawn (matplotlib) and kept there."""
     path = module.params["figures_cache"]
     if not path:
-        return _validate_report.plots(checks, series)
-    key = _validate_reuse.digest(_validate_report.figure_inputs(checks, series))
+        return _plots.plots(checks, series)
+    key = _validate_reuse.digest({"style": _plots.STYLE, "inputs": _plots.figure_inputs(checks, series)})
     try:
         with open(path, encoding="utf-8") as fh:
             kept = json.load(fh)
         if isinstance(kept, dict) and kept.get("key") == key and isinstance(kept.get("figures"), list):
             for fig in kept["figures"]:
-                _validate_report.png_data(fig)  # ValueError: not a PNG, draw them again
+                _report_html.png_data(fig)  # ValueError: not a PNG, draw them again
             return kept["figures"]
     except (OSError, ValueError):
         pass  # none kept, unreadable or not PNGs: draw them
-    drawn = _validate_report.plots(checks, series)
+    drawn = _plots.plots(checks, series)
     if not module.check_mode:
         _write(module, path, json.dumps({"key": key, "figures": drawn}))
     return drawn
@@ -425,9 +485,10 @@ def measurement_note(measurement):
 
 
 def write_record(module, checks, now):
-    """Keep this run's raw runs and fingerprints for a later run (not in check mode, not when reused)."""
+    """Keep this run's raw runs and fingerprints for a later run (not in check mode, not for a
+    check-mode prediction, not when reused)."""
     params = module.params
-    if not params["record_path"] or not params["record"] or module.check_mode:
+    if not params["record_path"] or not params["record"] or module.check_mode or params["prediction"]:
         return False
     if (params["measurement"] or {}).get("reused"):
         return False
@@ -510,6 +571,24 @@ def main():
                     "detail": {"type": "str"},
                 },
             },
+            "not_run": {
+                "type": "list",
+                "elements": "dict",
+                "default": [],
+                "options": {
+                    "category": {
+                        "type": "str",
+                        "required": True,
+                        "choices": [c[0] for c in _validate_report.CATEGORIES],
+                    },
+                    "node": {"type": "str", "required": True},
+                    "what": {"type": "str"},
+                    "reason": {"type": "str", "required": True},
+                    "required": {"type": "bool", "default": True},
+                },
+            },
+            "prediction": {"type": "bool", "default": False},
+            "verbose": {"type": "bool", "default": False},
             "host_links": {"type": "bool", "default": True},
             "gates": {"type": "dict", "default": {}},
             "title": {"type": "str", "default": "gpufabric.rollout validation"},
@@ -538,21 +617,25 @@ def main():
         module.fail_json(msg=f"gates: {exc}")
     # One clock read: the report's time and the record's are the same minute.
     now = time.time()
+    params = module.params
+    missing = _verdict.check_not_run(params["not_run"])
     meta = {
-        "title": module.params["title"],
+        "title": params["title"],
         "generated": _validate_reuse.when(now),
-        "measurement": measurement_note(module.params["measurement"]),
+        "measurement": measurement_note(params["measurement"]),
+        "prediction": params["prediction"],
     }
-    text = _validate_report.render_text(checks, meta)
+    text = _validate_report.render_text(checks, meta, missing)
     changed = False
-    if module.params["text_path"]:
-        changed |= _write(module, module.params["text_path"], text)
-    if module.params["junit_path"]:
-        changed |= _write(module, module.params["junit_path"], _validate_report.render_junit(checks, meta))
-    if module.params["html_path"]:
+    if params["text_path"]:
+        changed |= _write(module, params["text_path"], text)
+    if params["junit_path"]:
+        changed |= _write(module, params["junit_path"], _validate_report.render_junit(checks, meta, missing))
+    if params["html_path"]:
         drawn = figures(module, checks, series)
-        changed |= _write(module, module.params["html_path"], _validate_report.render_html(checks, drawn, meta))
+        changed |= _write(module, params["html_path"], _report_html.render_html(checks, drawn, meta, missing))
     record_written = write_record(module, checks, now)
+    paths = [p for p in (params["html_path"], params["text_path"], params["junit_path"]) if p]
     module.exit_json(
         changed=changed or record_written,
         record_written=record_written,
@@ -560,6 +643,9 @@ def main():
         checks=checks,
         summary=_gates.summary(checks),
         failing=[_gates.describe(c) for c in checks if not c["passed"]],
+        not_run=missing,
+        verdict=_verdict.verdict(checks, missing, params["prediction"]),
+        console=_verdict.console(checks, missing, _gates.describe, paths, params["verbose"], params["prediction"]),
         text=text,
         gates=g,
     )

@@ -7,7 +7,7 @@ import base64
 
 import pytest
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import report as _validate_report
+from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import report_html as _validate_report
 
 # the eight-byte PNG signature (PNG specification, section 5.2) and a few bytes after it
 _PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\x00" * 8).decode("ascii")

@@ -31,6 +31,8 @@ from ansible.module_utils.common.validation import (
     check_type_str,
 )
 
+from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.words import got_words, show
+
 Spec = Mapping[str, Mapping[str, Any]]
 
 _TYPE_WORDS = {
@@ -43,23 +45,6 @@ _TYPE_WORDS = {
     "path": "a path",
     "raw": "any value",
 }
-
-
-def got_words(value: Any) -> str:
-    """What an inventory value is, in YAML's terms (not Python's class names)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, Mapping):
-        return f"a mapping {show(value)}"
-    if isinstance(value, (list, tuple)):
-        return f"a list {show(list(value))}"
-    if isinstance(value, int):
-        return f"the integer {show(value)}"
-    if isinstance(value, float):
-        return f"the number {show(value)}"
-    return f"the string {show(str(value))}"
 
 
 def type_problem(path: str, kind: str, value: Any) -> str:
@@ -76,22 +61,6 @@ class IntentError(ValueError):
     def __init__(self, problems: Sequence[str]):
         self.problems = list(problems)
         super().__init__("\n".join(self.problems))
-
-
-def show(value: Any, limit: int = 60) -> str:
-    """A short, readable rendering of a value for messages (strings quoted, long values cut)."""
-    if isinstance(value, bool):
-        text = "true" if value else "false"
-    elif value is None:
-        text = "null"
-    elif isinstance(value, int) and value.bit_length() > 200:
-        text = f"an integer of about {int(value.bit_length() * 0.30103)} digits"
-    else:
-        try:
-            text = repr(value)
-        except ValueError:  # a structure holding an integer too long to print
-            text = f"a {type(value).__name__} too large to show"
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def closest(name: str, known: Iterable[str]) -> Optional[str]:

@@ -49,6 +49,8 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
+from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.words import got_words
+
 QUESTION_TYPES = ("text", "textarea", "password", "integer", "float", "multiplechoice", "multiselect")
 DEFAULT_MODES = ("describe", "prefill")
 BOOL_CHOICES = ["true", "false"]
@@ -98,7 +100,7 @@ def _allowed(allow: Any) -> List[str]:
     if allow is None:
         raise SurveyError("allow: give the list of variables the survey may ask (gpufabric_awx_survey_allow)")
     if isinstance(allow, str) or not isinstance(allow, (list, tuple, set)):
-        raise SurveyError(f"allow: expected a list of variable names, got {type(allow).__name__}")
+        raise SurveyError(f"allow: must be a list (- item) of variable names, got {got_words(allow)}")
     names = [str(a) for a in allow]
     refused = [f"{n} ({never_asked(n)})" for n in names if never_asked(n)]
     if refused:
@@ -269,7 +271,9 @@ def _exclusions(exclude: Any) -> Dict[str, str]:
         return {str(k): str(v) for k, v in exclude.items()}
     if isinstance(exclude, (list, tuple, set)):
         return {str(k): "excluded from this survey" for k in exclude}
-    raise SurveyError(f"exclude: expected a mapping of variable to reason or a list, got {type(exclude).__name__}")
+    raise SurveyError(
+        f"exclude: must be a mapping (key: value) of variable to reason or a list (- item), got {got_words(exclude)}"
+    )
 
 
 def survey(

@@ -388,3 +388,26 @@ def test_awx_doc_summarises_the_generated_surveys():
         assert listed == [q["variable"] for q in result["survey_spec"]["spec"]], (
             f"docs/awx.md: {stage} questions; run python tests/unit/awx/readme_surveys.py --write"
         )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (
+            {"allow": "validate_rdma"},
+            "allow: must be a list (- item) of variable names, got the string 'validate_rdma'",
+        ),
+        ({"allow": {"validate_rdma": True}}, "got a mapping {'validate_rdma': True}"),
+        (
+            {"allow": [], "exclude": "validate_rdma"},
+            "exclude: must be a mapping (key: value) of variable to reason or a list (- item), got the string",
+        ),
+    ],
+)
+def test_survey_settings_of_the_wrong_type_are_named_in_the_inventory_words(kwargs, message):
+    """Issue 44 point 5: what the setting must be and what it is, in YAML's terms, not Python's class names."""
+    source = {"source": "r", "argument_spec": {"options": {"validate_rdma": {"type": "bool"}}}}
+    with pytest.raises(_awx.SurveyError) as err:
+        _awx.survey([source], "t", **kwargs)
+    assert message in str(err.value)
+    assert not re.search(r"\b(str|dict|NoneType|class)\b", str(err.value)), str(err.value)

@@ -195,7 +195,7 @@ def test_the_report_draws_its_figures_once_for_the_same_checks(tmp_path, monkeyp
     def no_plots(*_args, **_kwargs):
         raise AssertionError("the figures were drawn again")
 
-    monkeypatch.setattr(module._validate_report, "plots", no_plots)
+    monkeypatch.setattr(module._plots, "plots", no_plots)
     rc, out = run_module(module, args, monkeypatch, capsys)
     assert rc == 0, out
     assert (tmp_path / "report.html").read_text() == html
