@@ -76,7 +76,6 @@ def play(tmp: Path, sysroot: Path, *extra: str, probe_ran: bool = True, **variab
         ANSIBLE_LOCAL_TEMP=str(tmp / "ansible-tmp"),
         ANSIBLE_NOCOLOR="1",
         ANSIBLE_CALLBACK_RESULT_FORMAT="json",
-        TMPDIR=str(tmp / "ansible-tmp"),
     )
     ansible = str(Path(sys.executable).parent / "ansible-playbook")
     argv = [ansible, "-i", "localhost,", "-e", f"ansible_python_interpreter={sys.executable}", "play.yml", *extra]
