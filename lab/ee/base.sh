@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Build the local base image for the execution environment: a stand-in for
-# docker.io/library/python:3.11-slim-bookworm (execution-environment.yml's default base), which no
+# docker.io/library/python:3.12-slim-bookworm (execution-environment.yml's default base), which no
 # registry here can serve. Debian 12 minbase made with debootstrap and imported into podman, with
-# Python 3.11 and pip reachable as /usr/local/bin/python3 like the official image, and no apt
+# a Python 3.12 and pip at /usr/local/bin/python3 like the official image (Debian 12's own Python is
+# 3.11: the controller's Python 3.12 that lab/python.sh finds is copied in under /opt, as the
+# official image builds its own under /usr/local), and no apt
 # package lists (like a slim image: the EE build must fetch them itself). The CA certificates this
 # machine added locally (/usr/local/share/ca-certificates, e.g. a TLS-inspecting egress proxy's)
 # are trusted in the image too, as an organisation's own base image would; without them pip in the
@@ -17,7 +19,10 @@ source "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/common.sh"
 
 shopt -s nullglob
 local_cas=(/usr/local/share/ca-certificates/*.crt)
-ref="localhost/gpufabric-ee-base:$(cat "${BASH_SOURCE[0]}" "${local_cas[@]}" | sha256sum | cut -c1-12)"
+python="$("${LAB_ROOT}/python.sh")"
+prefix="$("${python}" -c 'import sys; print(sys.base_prefix)')"
+pyver="$("${python}" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+ref="localhost/gpufabric-ee-base:$({ cat "${BASH_SOURCE[0]}" "${local_cas[@]}"; "${python}" -VV; } | sha256sum | cut -c1-12)"
 [[ "${1:-}" == "--ref" ]] && { echo "${ref}"; exit 0; }
 [[ -z "${1:-}" ]] || die "unknown argument: $1 (use --ref)"
 
@@ -52,8 +57,13 @@ if ((${#local_cas[@]} > 0)); then
     cp "${local_cas[@]}" "${work}/rootfs/usr/local/share/ca-certificates/"
     chroot "${work}/rootfs" update-ca-certificates >/dev/null
 fi
-ln -s /usr/bin/python3 "${work}/rootfs/usr/local/bin/python3"
-ln -s /usr/bin/python3 "${work}/rootfs/usr/local/bin/python"
+mkdir -p "${work}/rootfs/opt/python${pyver}"
+cp -a "${prefix}/." "${work}/rootfs/opt/python${pyver}/"
+[[ -x "${work}/rootfs/opt/python${pyver}/bin/python${pyver}" ]] || die "no python${pyver} under ${prefix}"
+ln -s "/opt/python${pyver}/bin/python${pyver}" "${work}/rootfs/usr/local/bin/python3"
+ln -s "/opt/python${pyver}/bin/python${pyver}" "${work}/rootfs/usr/local/bin/python"
+chroot "${work}/rootfs" /usr/local/bin/python3 -c 'import ssl, ensurepip, sqlite3, ctypes' ||
+    die "the copied Python ${pyver} does not run inside the image"
 rm -rf "${work}"/rootfs/var/lib/apt/lists/* "${work}"/rootfs/var/cache/apt/*.bin
 
 log "importing ${ref}"
