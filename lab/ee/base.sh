@@ -60,6 +60,10 @@ fi
 mkdir -p "${work}/rootfs/opt/python${pyver}"
 cp -a "${prefix}/." "${work}/rootfs/opt/python${pyver}/"
 [[ -x "${work}/rootfs/opt/python${pyver}/bin/python${pyver}" ]] || die "no python${pyver} under ${prefix}"
+# The copy's own run path (RUNPATH) still names where it was built; the loader finds its
+# libpython under /opt through ld.so.conf instead.
+echo "/opt/python${pyver}/lib" >"${work}/rootfs/etc/ld.so.conf.d/python${pyver}.conf"
+chroot "${work}/rootfs" ldconfig
 ln -s "/opt/python${pyver}/bin/python${pyver}" "${work}/rootfs/usr/local/bin/python3"
 ln -s "/opt/python${pyver}/bin/python${pyver}" "${work}/rootfs/usr/local/bin/python"
 chroot "${work}/rootfs" /usr/local/bin/python3 -c 'import ssl, ensurepip, sqlite3, ctypes' ||
