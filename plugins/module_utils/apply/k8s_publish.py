@@ -24,12 +24,12 @@ import os
 import re
 from typing import Any, Dict, Iterable, List, Mapping, Tuple
 
+from ansible_collections.gpufabric.rollout.plugins.module_utils.shared import k8s_labels as _k8s_labels
+
 MANAGED_BY_KEY = "app.kubernetes.io/managed-by"
 MANAGED_BY = "gpufabric.rollout"
 COMPONENT_KEY = "gpufabric.io/component"
 INSTANCE_KEY = "gpufabric.io/instance"
-# A label value (Kubernetes: at most 63 characters, alphanumerics, '-', '_' and '.', alphanumeric at both ends).
-LABEL_VALUE_RE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 
 
 class PublishError(ValueError):
@@ -38,12 +38,9 @@ class PublishError(ValueError):
 
 def check_instance(instance: Any) -> str:
     """`instance` when it is a usable label value, else PublishError naming gpufabric_instance."""
-    if not isinstance(instance, str) or not LABEL_VALUE_RE.match(instance):
-        raise PublishError(
-            f"gpufabric_instance: {instance!r} is not a label value (1-63 letters, digits, '-', '_' or '.', "
-            "beginning and ending with a letter or digit); every object this collection owns carries it and "
-            "pruning selects on it"
-        )
+    problem = _k8s_labels.instance_problem(instance)
+    if problem:
+        raise PublishError(problem)
     return instance
 
 

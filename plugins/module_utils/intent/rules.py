@@ -12,12 +12,23 @@ in ``roce_interfaces`` must exist) are the planner's, not these.
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import re
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ansible_collections.gpufabric.rollout.plugins.module_utils.intent import storage as _storage_rules
 from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.check import show, unknown_message
+from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.values import (
+    CHART_VERSION_RE,
+    Problems,
+    any_network,
+    dns_label,
+    dns_subdomain,
+    in_range,
+    ipv4_network,
+    is_int,
+    version,
+)
 
 # The NIC's limits are the parsers' (one definition): 8 priorities, the ETS schedulers, the RoCE
 # header overhead behind the smallest MTU that carries RoCE MTU 4096, the mlx5 maximum MTU.
@@ -28,85 +39,14 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers.qos impo
     TSA_NAMES,
 )
 from ansible_collections.gpufabric.rollout.plugins.module_utils.shared import image_ref as _image_ref
+from ansible_collections.gpufabric.rollout.plugins.module_utils.shared import k8s_labels as _k8s_labels
 from ansible_collections.gpufabric.rollout.plugins.module_utils.shared import network_operator as _network_operator
 
 ECT0 = 0b10  # the ECN field of a RoCE packet marked ECN-capable (RFC 3168 ECT(0))
 CNI_VERSIONS = ("0.3.1", "0.4.0", "1.0.0")
-VERSION_RE = re.compile(r"^\d{1,4}\.\d{1,4}(\.\d{1,6})?$")
-# A Helm chart version: SemVer 2.0.0 (semver.org: MAJOR.MINOR.PATCH, then -pre-release and +build of
-# [0-9A-Za-z-] dot-separated identifiers), with the "v" prefix Helm accepts. Checked with fullmatch,
-# like every format here: re.match with "$" would still let a trailing newline (and what follows it
-# in a rendered file) through.
-CHART_VERSION_RE = re.compile(r"v?([0-9]+)\.([0-9]+)\.([0-9]+)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?")
-DNS_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
-DNS_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
-Problems = List[str]
 Rule = Callable[[Mapping[str, Any], Problems], None]
 GivenRule = Callable[[Mapping[str, Any], Mapping[str, Any], Problems], None]
-
-
-# --------------------------------------------------------------------------------------------- helpers
-def is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def in_range(problems: Problems, path: str, value: Any, low: int, high: int) -> bool:
-    """True when value is an int in low..high; else a problem naming path and the range."""
-    if value is None:
-        return False
-    if not is_int(value) or not low <= value <= high:
-        problems.append(f"{path}: {show(value)} is out of range; allowed: {low}-{high}")
-        return False
-    return True
-
-
-def dns_label(problems: Problems, path: str, value: Any) -> bool:
-    if isinstance(value, str) and DNS_LABEL_RE.fullmatch(value):
-        return True
-    problems.append(
-        f"{path}: {show(value)} is not a DNS label (lower-case letters, digits and '-', starting and "
-        "ending with a letter or digit, at most 63 characters)"
-    )
-    return False
-
-
-def dns_subdomain(problems: Problems, path: str, value: Any) -> bool:
-    if isinstance(value, str) and len(value) <= 253 and DNS_SUBDOMAIN_RE.fullmatch(value):
-        return True
-    problems.append(
-        f"{path}: {show(value)} is not a DNS subdomain (dot-separated DNS labels, lower case, at most 253 characters)"
-    )
-    return False
-
-
-def ipv4_network(problems: Problems, path: str, value: Any) -> Optional[ipaddress.IPv4Network]:
-    """An IPv4 CIDR (host bits must be zero), else a problem."""
-    try:
-        net = ipaddress.ip_network(str(value), strict=True)
-    except ValueError as exc:
-        problems.append(f"{path}: {show(value)} is not a CIDR ({exc})")
-        return None
-    if net.version != 4:
-        problems.append(f"{path}: {show(value)} is IPv6; rail networks are planned in IPv4 (RoCE v2 IPv4 GIDs)")
-        return None
-    return net
-
-
-def any_network(problems: Problems, path: str, value: Any):
-    try:
-        return ipaddress.ip_network(str(value), strict=True)
-    except ValueError as exc:
-        problems.append(f"{path}: {show(value)} is not a CIDR ({exc})")
-        return None
-
-
-def version(problems: Problems, path: str, value: Any) -> Optional[Tuple[int, ...]]:
-    text = str(value) if value is not None else ""
-    if not VERSION_RE.fullmatch(text):
-        problems.append(f"{path}: {show(value)} is not a version like 2.27.3 (MAJOR.MINOR or MAJOR.MINOR.PATCH)")
-        return None
-    return tuple(int(p) for p in text.split("."))
 
 
 def tos_for(fabric: Mapping[str, Any]) -> int:
@@ -551,27 +491,6 @@ def validate_rules(values: Mapping[str, Any], problems: Problems) -> None:
         problems.append(f"validate_nccl_binary: {show(binary)} must be an absolute path in the image")
 
 
-# --------------------------------------------------------------------------------------------- storage
-def storage_given_rules(values: Mapping[str, Any], given: Mapping[str, Any], problems: Problems) -> None:
-    """gpufabric_storage as the inventory wrote it (the rule lives in _storage_rules)."""
-    from ansible_collections.gpufabric.rollout.plugins.module_utils.intent import storage as _storage_rules
-
-    _storage_rules.storage_given_rules(values, given, problems)
-
-
-def storage_rules(values: Mapping[str, Any], problems: Problems) -> None:
-    """gpufabric_storage (the rules live in _storage_rules, which uses this module's helpers)."""
-    from ansible_collections.gpufabric.rollout.plugins.module_utils.intent import storage as _storage_rules
-
-    _storage_rules.storage_rules(values, problems)
-
-
-def storage_csi_rules(values: Mapping[str, Any], problems: Problems) -> None:
-    from ansible_collections.gpufabric.rollout.plugins.module_utils.intent import storage as _storage_rules
-
-    _storage_rules.storage_csi_rules(values, problems)
-
-
 def batch_size(problems: Problems, path: str, value: Any, of_what: str) -> None:
     """A play's serial: a number of nodes (1 or more) or a percentage (1%-100%)."""
     match = re.fullmatch(r"\s*([0-9]+)\s*(%?)\s*", str(value)) if not isinstance(value, bool) else None
@@ -591,12 +510,9 @@ def batch_rules(values: Mapping[str, Any], problems: Problems) -> None:
 
 def instance_rules(values: Mapping[str, Any], problems: Problems) -> None:
     """gpufabric_instance: the label value every owned object carries (pruning selects on it)."""
-    from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import k8s_publish as _k8s_publish
-
-    try:
-        _k8s_publish.check_instance(values.get("gpufabric_instance"))
-    except _k8s_publish.PublishError as exc:
-        problems.append(f"{exc}; set gpufabric_instance in group_vars/all")
+    problem = _k8s_labels.instance_problem(values.get("gpufabric_instance"))
+    if problem:
+        problems.append(f"{problem}; set gpufabric_instance in group_vars/all")
 
 
 def upgrade_rules(values: Mapping[str, Any], problems: Problems) -> None:
@@ -621,7 +537,7 @@ NODE_RULES: Sequence[Rule] = (
     fabric_rules,
     node_scalar_rules,
     batch_rules,
-    storage_rules,
+    _storage_rules.storage_rules,
     roce_rules,
     gpudirect_rules,
     doca_rules,
@@ -631,13 +547,13 @@ NODE_RULES: Sequence[Rule] = (
     validate_rules,
 )
 # Rules about the variables as given (see intent.check.check_scope's given_rules).
-NODE_GIVEN_RULES: Sequence[GivenRule] = (storage_given_rules,)
+NODE_GIVEN_RULES: Sequence[GivenRule] = (_storage_rules.storage_given_rules,)
 CLUSTER_RULES: Sequence[Rule] = (
     rails_rules,
     k8s_rules,
     chart_rules,
     gpu_operator_rules,
-    storage_csi_rules,
+    _storage_rules.storage_csi_rules,
     instance_rules,
 )
 UPGRADE_RULES: Sequence[Rule] = (upgrade_rules,)

@@ -13,19 +13,18 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, Mapping, Optional
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.check import show
-from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.rules import (
+from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.values import (
     CHART_VERSION_RE,
     DNS_LABEL_RE,
+    Problems,
     dns_label,
     dns_subdomain,
     in_range,
 )
 from ansible_collections.gpufabric.rollout.plugins.module_utils.shared import storage_backends as _storage_backends
-
-Problems = List[str]
 
 # Mount options the plan sets itself from the intent's keys; the intent may not set them again.
 STORAGE_OWNED_OPTIONS = {
