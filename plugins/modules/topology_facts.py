@@ -19,9 +19,9 @@ description:
     space), ACS control per bridge, IOMMU state.
   - The C(nvidia-smi topo -m) class (PIX, PXB, PHB, NODE, SYS) of every GPU x NIC and GPU x GPU
     pair, NVLink counts when the C(nvidia-smi topo -m) matrix is available.
-  - A 1:1 GPU to NIC rail assignment by matching, the C(NCCL_IB_HCA) list in rail order, a
-    C(NCCL_NET_GDR_LEVEL) suggestion, and warnings (ACS redirect, NUMA mismatch, port down,
-    RoCE v2 GID missing, degraded PCIe link).
+  - A 1:1 GPU to NIC rail assignment by matching, and warnings (ACS redirect, NUMA mismatch, port
+    down, RoCE v2 GID missing, degraded PCIe link). Hardware only: the NCCL settings these rails
+    lead to are planned by the plan (C(gpufabric_node_plan.nccl)).
   - Changes nothing.
 author:
   - gpufabric.rollout contributors (@gpufabric)
@@ -101,7 +101,7 @@ ansible_facts:
     gpufabric_topology:
       description:
         - The discovered topology. Keys schema_version, sysroot, virtualized, cpu, system,
-          iommu, numa_nodes, gpus, nics, pcie, paths, rails, nccl, warnings; see
+          iommu, numa_nodes, gpus, nics, pcie, paths, rails, rails_excluded, rail_pool_out, warnings; see
           docs/topology-facts.md.
       returned: success
       type: dict
@@ -110,7 +110,6 @@ ansible_facts:
         rails:
           - {rail: 0, gpu: GPU0, gpu_bdf: "0000:19:00.0", nic: mlx5_0, nic_bdf: "0000:18:00.0",
              netdev: enp24s0np0, path: PIX}
-        nccl: {ib_hca: "=mlx5_0:1,mlx5_1:1", net_gdr_level: PIX}
         warnings:
           - {class: port_down, device: mlx5_7/1, message: "mlx5_7/1 (enp170s0np0) is DOWN / Disabled"}
 report:

@@ -71,13 +71,8 @@ _ARCH_ORDER = ["kepler", "maxwell", "pascal", "volta", "turing", "ampere", "ada"
 METHODS = ("auto", "dmabuf", "peermem")
 
 
-def version_tuple(text: Optional[str]) -> Tuple[int, ...]:
-    """'5.15.0-91-generic' → (5, 15, 0); '13.0' → (13, 0); None/'' or no leading number → ()."""
-    return version_numbers(text)
-
-
 def cuda_for_driver(driver_version: Optional[str]) -> Optional[str]:
-    branch = version_tuple(driver_version)[:1]
+    branch = version_numbers(driver_version)[:1]
     if not branch:
         return None
     for low, cuda in _BRANCH_CUDA:
@@ -88,7 +83,7 @@ def cuda_for_driver(driver_version: Optional[str]) -> Optional[str]:
 
 def gpu_arch(model: Optional[str], compute_cap: Optional[str] = None) -> Optional[str]:
     """Architecture from compute capability when known (exact), else from the model name."""
-    cap = version_tuple(compute_cap)
+    cap = version_numbers(compute_cap)
     if cap:
         major, minor = cap[0], (cap[1] if len(cap) > 1 else 0)
         table = {
@@ -243,8 +238,8 @@ def decide(facts: Dict[str, Any], method: str = "auto") -> Dict[str, Any]:
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
     flavour = facts.get("driver_flavour")
-    kernel = version_tuple(facts.get("kernel_release"))
-    cuda = version_tuple(facts.get("cuda_version")) or version_tuple(cuda_for_driver(facts.get("driver_version")))
+    kernel = version_numbers(facts.get("kernel_release"))
+    cuda = version_numbers(facts.get("cuda_version")) or version_numbers(cuda_for_driver(facts.get("driver_version")))
     gpus = facts.get("gpus") or []
     archs = [gpu_arch(g.get("model"), g.get("compute_cap")) for g in gpus]
 
@@ -280,7 +275,7 @@ def decide(facts: Dict[str, Any], method: str = "auto") -> Dict[str, Any]:
     p2pdma: List[str] = []
     if flavour != "open":
         p2pdma.append("needs the open kernel module")
-    if version_tuple(facts.get("driver_version"))[:1] and version_tuple(facts.get("driver_version"))[0] < 565:
+    if version_numbers(facts.get("driver_version"))[:1] and version_numbers(facts.get("driver_version"))[0] < 565:
         p2pdma.append("needs driver R565 or newer")
     if not cuda or cuda < (12, 8):
         p2pdma.append("needs CUDA 12.8 or newer")

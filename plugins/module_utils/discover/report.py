@@ -77,9 +77,6 @@ def format_report(facts: Dict[str, Any], hostname: str = "") -> str:
         out.append(f"  not a rail: {x['nic']} ({x['bdf']}) {x['state']}; needed by {', '.join(x['gpus']) or '-'}")
     for x in facts.get("rail_pool_out") or []:
         out.append(f"  {x['role']}: {x['nic']} ({x['bdf']}) {x['reason']}")
-    out.append(
-        f"NCCL_IB_HCA={facts['nccl']['ib_hca'] or '-'}  NCCL_NET_GDR_LEVEL={facts['nccl']['net_gdr_level'] or '-'}"
-    )
     out.append("")
     out.append(f"Warnings ({len(facts['warnings'])}):")
     if not facts["warnings"]:

@@ -22,7 +22,6 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.discover.pci imp
     BRIDGE_CLASS,
     GPU_MODELS,
     NIC_MODELS,
-    PATH_CLASSES,
     RANK,
     PciDev,
     Scan,
@@ -404,16 +403,6 @@ def discover(
         if n["role"] == "other" and n in candidates and n["rdma_device"] not in kept_out:
             n["role"] = "storage"
 
-    compute = sorted((n for n in nics if n["role"] == "compute"), key=lambda n: n["rail"])
-    ib_hca = None
-    if compute:
-        ib_hca = "=" + ",".join(f"{n['rdma_device']}:{n['ports'][0]['port'] if n['ports'] else 1}" for n in compute)
-    gdr = None
-    if rails:
-        worst = max(RANK[r["path"]] for r in rails)
-        gdr = PATH_CLASSES[min(worst, RANK["PHB"])]
-    nccl = {"ib_hca": ib_hca, "net_gdr_level": gdr}
-
     # warnings ----------------------------------------------------------------------------
     acs_seen: Dict[str, List[str]] = {}
     for g, gd in zip(gpus, gpu_devs):
@@ -509,6 +498,5 @@ def discover(
         "rails": rails,
         "rails_excluded": rails_excluded,
         "rail_pool_out": classified,
-        "nccl": nccl,
         "warnings": warnings,
     }

@@ -24,7 +24,6 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.plan.ipplan impo
     find_overlaps,
     network,
 )
-from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.parse import MAX_DIGITS
 
 SHARED_TYPES = ("macvlan", "ipvlan", "host-device")
 
@@ -43,12 +42,6 @@ def label_value(text: Any) -> str:
 def dns_name(text: str) -> str:
     value = re.sub(r"[^a-z0-9-]+", "-", str(text).lower()).strip("-")
     return value[:63].strip("-") or "x"
-
-
-def version_tuple(text: Any) -> Tuple[int, ...]:
-    """The first three numbers in a version ('2.18.3-1+cuda12.2' -> (2, 18, 3)); (0,) when there is none."""
-    parts = re.findall(r"[0-9]+", str(text or "0"), re.ASCII)
-    return tuple(int(p) if len(p) <= MAX_DIGITS else 0 for p in parts[:3]) or (0,)
 
 
 def short_list(names: List[str], limit: int = 4) -> str:

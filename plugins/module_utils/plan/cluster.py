@@ -23,6 +23,7 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.discover import 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.check import show
 from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.cluster import ClusterPlanError
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import gpu_operator as _plan_gpu_operator
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import nccl as _nccl
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import networks as _cluster_plan
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import roce as _qos_plan
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import skew as _skew
@@ -68,7 +69,7 @@ def compact_topology(topology: Mapping[str, Any]) -> Dict[str, Any]:
         ],
         "rails_excluded": [dict(x) for x in topology.get("rails_excluded") or []],
         "numa_nodes": list(topology.get("numa_nodes") or []),
-        "nccl": {"net_gdr_level": (topology.get("nccl") or {}).get("net_gdr_level")},
+        "nccl": {"net_gdr_level": _nccl.net_gdr_level(topology)},
     }
 
 

@@ -32,6 +32,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.discover import gpudirect as _gpudirect
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import upgrade as _upgrade
+from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.parse import version_numbers
 
 VAR = "gpufabric_gpu_driver"
 # NVIDIA's CUDA network repository, which carries the driver packages (NVIDIA driver installation
@@ -57,10 +58,6 @@ DRIVER_PACKAGES = re.compile(
     r"|nvidia-open(-[0-9]+)?"
     r"|kmod-nvidia.*)$"
 )
-
-
-def version_tuple(text: Any) -> Tuple[int, ...]:
-    return _gpudirect.version_tuple(str(text or ""))
 
 
 def host_driver_packages(packages: Optional[Mapping[str, Any]]) -> List[str]:
@@ -111,7 +108,7 @@ def resolve_kernel_module(
             )
             return None, ""
         return "proprietary", "asked"
-    if version_tuple(version) < AUTO_MIN_VERSION:
+    if version_numbers(version) < AUTO_MIN_VERSION:
         problems.append(
             f"{p}: auto is resolved by driver containers 570.86.15 and newer, but {VAR}.version is {version!r}; "
             "set open or proprietary"

@@ -41,6 +41,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import k8s_publish as _k8s_publish
 from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.check import show, unknown_message
 from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.cluster import dns_name, label_value
+from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.parse import version_numbers
 
 DRIVER_VAR = "gpufabric_gpu_driver"
 CLUSTER_POLICY = "cluster-policy"
@@ -142,9 +143,10 @@ STATE_COMPONENTS = {
 }
 
 
-def version_tuple(text: Any) -> Tuple[int, ...]:
-    match = re.match(r"^v?([0-9]+)\.([0-9]+)\.([0-9]+)", str(text or ""))
-    return tuple(int(x) for x in match.groups()) if match else ()
+def chart_numbers(text: Any) -> Tuple[int, ...]:
+    """MAJOR.MINOR.PATCH of a chart version ('v24.9.0-rc.1' -> (24, 9, 0)); () without all three."""
+    numbers = version_numbers(text)
+    return numbers[:3] if len(numbers) >= 3 else ()
 
 
 def _short(hosts: List[str], limit: int = 4) -> str:
@@ -263,7 +265,7 @@ def chart_values(
     values: Mapping[str, Any], mode: str, groups: List[Dict[str, Any]], crd_path: bool, nfd: bool
 ) -> Tuple[Dict[str, Any], Dict[str, Any]]:
     """(chart values, ClusterPolicy spec fields they must produce) for one driver mode."""
-    chart = version_tuple(values.get("gpu_operator_chart_version"))
+    chart = chart_numbers(values.get("gpu_operator_chart_version"))
     comps = values.get("gpu_operator_components") or {}
     gds = any(g["gds"] for g in groups) if mode == "operator" else False
     generated: Dict[str, Any] = {
@@ -309,7 +311,7 @@ def chart_values(
 
 def nvidia_driver(values: Mapping[str, Any], group: Mapping[str, Any], label: str) -> Dict[str, Any]:
     """One NVIDIADriver (nvidia.com/v1alpha1) for a node group, selected by the planned node label."""
-    chart = version_tuple(values.get("gpu_operator_chart_version"))
+    chart = chart_numbers(values.get("gpu_operator_chart_version"))
     registry = str(values.get("gpu_operator_image_registry") or "")
     secrets = list(values.get("gpu_operator_image_pull_secrets") or [])
     spec: Dict[str, Any] = {
@@ -376,7 +378,7 @@ def check_chart_source(values: Mapping[str, Any], problems: List[str]) -> None:
         problems.append(f"gpu_operator_chart_path: {path!r} cannot be read as a Helm chart ({exc})")
         return
     pinned = str(values.get("gpu_operator_chart_version"))
-    if chart["name"] != "gpu-operator" or version_tuple(chart["version"]) != version_tuple(pinned):
+    if chart["name"] != "gpu-operator" or chart_numbers(chart["version"]) != chart_numbers(pinned):
         problems.append(
             f"gpu_operator_chart_path: {path!r} holds chart {chart['name']} {chart['version']}, but "
             f"gpu_operator_chart_version is {pinned} (the values are planned for that version); name the chart's "

@@ -1,10 +1,11 @@
 # Copyright: (c) 2026, gpufabric.rollout contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Plan the content of /etc/nccl.conf from discovered topology facts and fabric intent.
+"""Plan the NCCL environment from discovered topology facts and fabric intent.
 
-Pure functions, no Ansible imports: called by the node plan (_plan_node.nccl_section) with the
-checked variables, and unit-tested directly. Facts behind each variable (NVIDIA/nccl
-docs/userguide env.rst):
+``environment`` is the one place the NCCL_* variables of a rail set are written: the node plan
+(plan.node.nccl_section, through ``plan``) feeds /etc/nccl.conf with it, and the cluster plan
+(plan.network_objects.nccl_env) the Pods' NCCL ConfigMap. Pure functions, no Ansible imports,
+unit-tested directly. Facts behind each variable (NVIDIA/nccl docs/userguide env.rst):
 
 * ``NCCL_IB_HCA``: ``=`` makes every entry an exact device name (without it ``mlx5_1`` also
   matches ``mlx5_10``..``mlx5_19``); entries are ``<hca>:<port>``; at most 32 HCAs.
@@ -13,7 +14,8 @@ docs/userguide env.rst):
 * ``NCCL_IB_GID_INDEX``: from NCCL 2.21 on, ``-1`` (the default) picks the RoCE v2 IPv4 GID by
   itself and NVIDIA advises against setting it; older releases need the show_gids index.
 * ``NCCL_SOCKET_IFNAME``: prefixes, ``=`` for an exact name, ``^`` to exclude.
-* ``NCCL_NET_GDR_LEVEL``: LOC, PIX, PXB, PHB or SYS.
+* ``NCCL_NET_GDR_LEVEL``: LOC, PIX, PXB, PHB or SYS; planned as the worst GPU-NIC path class of
+  the rails, capped at PHB (``net_gdr_level``).
 * ``NCCL_TOPO_FILE``: an NCCL topology XML loaded before detection.
 """
 
@@ -21,12 +23,15 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.parse import as_text, shorten
+from ansible_collections.gpufabric.rollout.plugins.module_utils.discover.pci import PATH_CLASSES, RANK
+from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.parse import as_text, shorten, version_numbers
 
 GID_INDEX_DYNAMIC_SINCE = (2, 21, 0)
 MAX_IB_HCA = 32
+# Where a Pod's init step finds the GID-index script (the nccl-gid-index ConfigMap, NCCL < 2.21).
+POD_GID_SCRIPT = "/opt/gpufabric/find-gid-index.sh"
 _VERSION = re.compile(r"^\s*v?([0-9]{1,9})(?:\.([0-9]{1,9}))?(?:\.([0-9]{1,9}))?(?:[-+.].*)?$", re.ASCII)
 
 
@@ -39,7 +44,7 @@ def parse_version(version: Any) -> Tuple[int, int, int]:
     match = _VERSION.match(str(version))
     if not match or re.search(r"[0-9]{10}", str(version)):
         raise NcclPlanError(f"gpufabric_nccl_version: '{shorten(str(version))}' is not a version like 2.27.3")
-    return tuple(int(part) if part else 0 for part in match.groups())  # type: ignore[return-value]
+    return (*version_numbers(str(version).strip()), 0, 0)[:3]  # type: ignore[return-value]
 
 
 def needs_gid_index(nccl_version: Any) -> bool:
@@ -78,16 +83,72 @@ def rails_in_order(topology: Mapping[str, Any]) -> List[Mapping[str, Any]]:
     return list(by_nic.values())
 
 
-def ib_hca(topology: Mapping[str, Any]) -> str:
-    """'=mlx5_0:1,mlx5_3:1' in rail order; the port is the one carrying the rail's netdev."""
+def rail_ports(topology: Mapping[str, Any]) -> List[Tuple[str, int]]:
+    """(RDMA device, port) per rail NIC in rail order; the port is the one carrying the rail's netdev."""
     nics = _nic_by_rdma(topology)
-    entries = []
+    out = []
     for rail in rails_in_order(topology):
         port = _rail_port(nics.get(rail["nic"]), rail.get("netdev"))
-        entries.append("{}:{}".format(rail["nic"], int(port.get("port", 1)) if port else 1))
-    if len(entries) > MAX_IB_HCA:
-        raise NcclPlanError(f"gpufabric_topology.rails: {len(entries)} rails, NCCL_IB_HCA takes at most {MAX_IB_HCA}")
-    return "=" + ",".join(entries)
+        out.append((rail["nic"], int(port.get("port", 1)) if port else 1))
+    return out
+
+
+def ib_hca_value(ports: Sequence[Tuple[str, int]]) -> str:
+    """[('mlx5_0', 1), ('mlx5_3', 1)] -> '=mlx5_0:1,mlx5_3:1' (exact names, the order given)."""
+    if not ports:
+        raise NcclPlanError("gpufabric_topology.rails: no rails were discovered, NCCL_IB_HCA cannot be planned")
+    if len(ports) > MAX_IB_HCA:
+        raise NcclPlanError(f"gpufabric_topology.rails: {len(ports)} rails, NCCL_IB_HCA takes at most {MAX_IB_HCA}")
+    return "=" + ",".join(f"{device}:{int(port)}" for device, port in ports)
+
+
+def ib_hca(topology: Mapping[str, Any]) -> str:
+    """'=mlx5_0:1,mlx5_3:1': NCCL_IB_HCA of the node's rails (``rail_ports``)."""
+    return ib_hca_value(rail_ports(topology))
+
+
+def net_gdr_level(topology: Mapping[str, Any]) -> Optional[str]:
+    """NCCL_NET_GDR_LEVEL for the discovered rails: the worst GPU-NIC path class of any rail,
+    capped at PHB (past the host bridge GPUDirect RDMA is not worth it); None (NCCL decides) without
+    rails or when a rail has no path class."""
+    paths = [rail.get("path") for rail in topology.get("rails") or []]
+    if not paths or any(path not in RANK for path in paths):
+        return None
+    worst = max(RANK[path] for path in paths)
+    return PATH_CLASSES[min(worst, RANK["PHB"])]
+
+
+def environment(
+    ports: Sequence[Tuple[str, int]],
+    socket_if: str,
+    fabric: Mapping[str, Any],
+    nccl_version: Any,
+    gdr_level: Optional[str],
+    gid_index: Optional[int] = None,
+    gid_script: Optional[str] = None,
+) -> OrderedDict[str, str]:
+    """The NCCL_* environment of one rail set, for nccl.conf and for the Pods' ConfigMap alike.
+
+    ``ports``: (RDMA device, port) in rail order; ``socket_if``: NCCL_SOCKET_IFNAME as written;
+    ``fabric``: the checked gpufabric_fabric with ``roce_tos`` resolved. NCCL older than 2.21 needs
+    the RoCE v2 GID index: ``gid_index`` (a host's, known from discovery) or, where the index is
+    only known where NCCL runs (a Pod's interface), ``gid_script``, the path of the script that
+    finds it (``GPUFABRIC_NCCL_GID_SCRIPT``).
+    """
+    entries: OrderedDict[str, str] = OrderedDict()
+    entries["NCCL_IB_HCA"] = ib_hca_value(ports)
+    entries["NCCL_SOCKET_IFNAME"] = str(socket_if)
+    entries["NCCL_IB_TC"] = str(int(fabric["roce_tos"]))
+    if needs_gid_index(nccl_version):
+        if gid_script:
+            entries["GPUFABRIC_NCCL_GID_SCRIPT"] = str(gid_script)
+        elif gid_index is not None:
+            entries["NCCL_IB_GID_INDEX"] = str(int(gid_index))
+        else:
+            raise NcclPlanError(f"gpufabric_nccl_version: NCCL {nccl_version} (older than 2.21) needs a GID index")
+    if gdr_level:
+        entries["NCCL_NET_GDR_LEVEL"] = str(gdr_level)
+    return entries
 
 
 def gid_index(topology: Mapping[str, Any]) -> int:
@@ -165,27 +226,24 @@ def plan(
 
     ``fabric`` is the checked gpufabric_fabric with ``roce_tos`` resolved; the variables' ranges
     and choices are the plan's checks (argument specs, _intent_rules). ``gdr_level``: ``auto``
-    takes the planner's ``gpufabric_topology.nccl.net_gdr_level``; ``None``/empty leaves NCCL's
+    takes ``net_gdr_level`` of the discovered rails; ``None``/empty leaves NCCL's
     own choice; otherwise one of LOC/PIX/PXB/PHB/SYS.
     """
-    entries: OrderedDict[str, str] = OrderedDict()
-    entries["NCCL_IB_HCA"] = ib_hca(topology)
-    entries["NCCL_SOCKET_IFNAME"] = socket_ifname(socket_if)
-    entries["NCCL_IB_TC"] = str(int(fabric["roce_tos"]))
+    ports = rail_ports(topology)
+    ifname = socket_ifname(socket_if)
+    index = None
     if needs_gid_index(nccl_version):
         if gid_index_override is not None:
             check_gid_index(topology, gid_index_override, nccl_version)
         index = gid_index_override if gid_index_override is not None else gid_index(topology)
-        entries["NCCL_IB_GID_INDEX"] = str(int(index))
     elif gid_index_override is not None:
         raise NcclPlanError(
             f"nccl_config_ib_gid_index: NCCL {nccl_version} (>= 2.21) picks the GID itself; NVIDIA advises "
             "not to set NCCL_IB_GID_INDEX there. Leave nccl_config_ib_gid_index unset."
         )
     if gdr_level == "auto":
-        gdr_level = (topology.get("nccl") or {}).get("net_gdr_level")
-    if gdr_level:
-        entries["NCCL_NET_GDR_LEVEL"] = gdr_level
+        gdr_level = net_gdr_level(topology)
+    entries = environment(ports, ifname, fabric, nccl_version, gdr_level, gid_index=index)
     if topo_file:
         if not str(topo_file).startswith("/"):
             raise NcclPlanError(f"nccl_config_topo_file: {topo_file!r} must be an absolute path")

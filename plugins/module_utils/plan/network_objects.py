@@ -18,8 +18,8 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.cluster i
     SHARED_TYPES,
     ClusterPlanError,
     dns_name,
-    version_tuple,
 )
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import nccl as _nccl
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan.ipplan import width
 
 # CustomResourceDefinition name per custom kind the plan emits (spec.names.plural + "." + group).
@@ -196,22 +196,22 @@ def nccl_env(
     fabric: Dict[str, Any],
     nccl_version: Any,
 ) -> Dict[str, str]:
+    """The Pods' NCCL environment of one node group: plan.nccl.environment of the group's rails."""
     nics = rails_of[group["example"]]
-    on = [s for s in specs if any(g is group for g in s["_groups"])]
-    hcas = [
-        "%s:%d" % (nics[int(s["rail"])]["rdma_device"], nics[int(s["rail"])]["port"])
-        for s in sorted(on, key=lambda s: int(s["rail"]))
-    ]
-    env = {
-        "NCCL_IB_HCA": "=" + ",".join(hcas),
-        "NCCL_IB_TC": str(int(fabric["roce_tos"])),
-        "NCCL_SOCKET_IFNAME": str(cfg["socket_ifname"]),
-    }
-    if group.get("net_gdr_level"):
-        env["NCCL_NET_GDR_LEVEL"] = str(group["net_gdr_level"])
-    if version_tuple(nccl_version) < (2, 21):
-        env["GPUFABRIC_NCCL_GID_SCRIPT"] = "/opt/gpufabric/find-gid-index.sh"
-    return env
+    on = sorted((s for s in specs if any(g is group for g in s["_groups"])), key=lambda s: int(s["rail"]))
+    ports = [(nics[int(s["rail"])]["rdma_device"], int(nics[int(s["rail"])]["port"])) for s in on]
+    try:
+        env = _nccl.environment(
+            ports,
+            str(cfg["socket_ifname"]),
+            fabric,
+            nccl_version,
+            group.get("net_gdr_level"),
+            gid_script=_nccl.POD_GID_SCRIPT,
+        )
+    except _nccl.NcclPlanError as exc:
+        raise ClusterPlanError("node group %s: %s" % (group["name"], exc)) from None
+    return dict(env)
 
 
 def sriov_objects(

@@ -31,9 +31,9 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.cluster i
     group_nodes,
     match_rails,
     rail_specs,
-    version_tuple,
 )
 from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers.topology import gid_index_script
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import nccl as _nccl
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan.ipplan import (
     IPPlanError,
     check_ip_capacity,
@@ -226,7 +226,7 @@ def plan_cluster(
                 "data": env,
             }
         )
-    if version_tuple(nccl_version) < (2, 21):
+    if _nccl.needs_gid_index(nccl_version):
         configmaps.append(
             {
                 "apiVersion": "v1",

@@ -28,6 +28,7 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import roce
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import storage as _plan_storage
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import upgrade as _upgrade
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import validate as _plan_validate
+from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.parse import version_numbers
 
 SCHEMA_VERSION = 1
 
@@ -74,7 +75,7 @@ def nccl_version(values: Mapping[str, Any]) -> str:
 
 # --------------------------------------------------------------------------------------------- preflight
 def _kernel_tuple(text: Any) -> tuple:
-    return _gpudirect.version_tuple(str(text or ""))
+    return version_numbers(text)
 
 
 def preflight(values: Mapping[str, Any], ansible: Mapping[str, Any], problems: List[str]) -> Dict[str, Any]:

@@ -23,21 +23,21 @@ v26.1.2 and v26.4.1, deployment/network-operator/crds and manifests/state-nv-ipa
 
 from __future__ import annotations
 
-import re
 from typing import Any, Dict, Optional, Tuple
+
+from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.parse import version_numbers
 
 # Majors (YY.MM) of the supported range, oldest and newest, inclusive.
 OLDEST = (25, 10)
 NEWEST = (26, 4)
 NIC_NODE_POLICY_SINCE = (26, 4, 0)
 IMAGE_SPEC_IMAGE_ONLY_SINCE = (26, 4, 0)
-_VERSION_RE = re.compile(r"^v?([0-9]+)\.([0-9]+)\.([0-9]+)(?:[-+][0-9A-Za-z.+-]*)?$")
 
 
 def release(version: Any) -> Optional[Tuple[int, int, int]]:
     """(YY, MM, patch) of a chart version such as 26.4.1 or v25.10.0-rc.1; None if it is not one."""
-    match = _VERSION_RE.match(str(version or "").strip())
-    return tuple(int(x) for x in match.groups()[:3]) if match else None  # type: ignore[return-value]
+    numbers = version_numbers(version)
+    return numbers if len(numbers) == 3 else None  # type: ignore[return-value]
 
 
 def supported_range() -> str:

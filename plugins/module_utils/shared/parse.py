@@ -153,9 +153,10 @@ def number_or_none(token: Any) -> Optional[float]:
 
 def version_numbers(text: Any) -> Tuple[int, ...]:
     """The dotted number a version string starts with: '5.15.0-91-generic' -> (5, 15, 0),
-    '13.0' -> (13, 0); () when it starts with no number (or a part has more than 20 digits)."""
+    '13.0' -> (13, 0), 'v24.9.0' -> (24, 9, 0); () when it starts with no number (or a part has
+    more than 20 digits). The one version reader of the collection: every stage compares these."""
     text = text_or_none(text) if isinstance(text, (bytes, bytearray)) else str(text or "")
-    match = re.match(r"\s*([0-9]+(?:\.[0-9]+)*)", text or "", re.ASCII)
+    match = re.match(r"\s*v?([0-9]+(?:\.[0-9]+)*)", text or "", re.ASCII)
     if not match:
         return ()
     parts = match.group(1).split(".")

@@ -13,6 +13,7 @@ from intent_support import cluster_plan
 from netaddr import IPNetwork
 from validate import _SCHEMAS, validate
 
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import nccl as _nccl
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan.network_objects import render_files
 from ansible_collections.gpufabric.rollout.plugins.module_utils.proof.cluster_report import report_text
 
@@ -111,7 +112,7 @@ def test_dgx_nads_pools_and_nccl(dgx):
     env = plan["nccl"]["h200-connectx-7-8r"]
     hcas = ["{}:1".format(next(n for n in example["nics"] if n.get("rail") == r)["rdma_device"]) for r in range(8)]
     assert env["NCCL_IB_HCA"] == "=" + ",".join(hcas)
-    assert env["NCCL_IB_HCA"] == example["nccl"]["ib_hca"]  # the host-side value discovery computed
+    assert env["NCCL_IB_HCA"] == _nccl.ib_hca(example)  # the value the node's nccl.conf gets
     assert env["NCCL_IB_TC"] == "106"
     assert env["NCCL_SOCKET_IFNAME"] == "=eth0"
     assert "GPUFABRIC_NCCL_GID_SCRIPT" not in env

@@ -19,7 +19,6 @@ from typing import Any, Callable, List, Tuple, Type
 from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import cufile as _cufile
 from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import pcie_acs as _pcie_acs
 from ansible_collections.gpufabric.rollout.plugins.module_utils.discover import gpudirect as _gpudirect
-from ansible_collections.gpufabric.rollout.plugins.module_utils.intent import cluster as _cluster_intent
 from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import gdscheck as _gdscheck
 from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import gdsio as _gdsio
 from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import gpuprobe as _gpuprobe
@@ -28,8 +27,9 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import p
 from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import qos as _qos_parsers
 from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import topology as _topology_parsers
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca as _doca
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import gpu_operator as _plan_gpu_operator
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import nccl as _nccl
-from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.parse import ParseError
+from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.parse import ParseError, version_numbers
 
 REPO = Path(__file__).resolve().parents[3]
 UNIT = REPO / "tests" / "unit"
@@ -122,7 +122,7 @@ TARGETS: List[Target] = [
     Target(
         "proc_modules", _gpudirect.loaded_modules, lambda: ["nvidia 16384 0 - Live 0x0\nib_core 524288 8 - Live 0x0\n"]
     ),
-    Target("kernel_version", _gpudirect.version_tuple, lambda: ["6.8.0-85-generic", "5.15.0-91-generic\n", "13.0"]),
+    Target("kernel_version", version_numbers, lambda: ["6.8.0-85-generic", "5.15.0-91-generic\n", "13.0"]),
     # GPUDirect Storage (_gdscheck.py, _cufile.py)
     Target("gdscheck", _gdscheck.parse, lambda: files("tests/unit/gds/fixtures/gdscheck/*.txt")),
     Target("cufile", _cufile.parse, lambda: files("tests/unit/gds/fixtures/cufile/*.json"), (ParseError,)),
@@ -137,7 +137,7 @@ TARGETS: List[Target] = [
     Target(
         "nccl_version", _nccl.parse_version, lambda: ["2.27.3", "2.18", "2.19.3-1+cuda12.2"], (_nccl.NcclPlanError,)
     ),
-    Target("cluster_nccl_version", _cluster_intent.version_tuple, lambda: ["2.27.3", "2.18.3-1+cuda12.2"]),
+    Target("chart_version", _plan_gpu_operator.chart_numbers, lambda: ["v25.10.0", "24.9.2-rc.1", "25.3"]),
     # DOCA-OFED (_doca.py): repository indexes and the installed stack
     Target(
         "apt_packages", _doca.parse_packages_index, lambda: files("tests/unit/doca/fixtures/Packages"), (ParseError,)

@@ -75,7 +75,7 @@ def test_every_parser_module_is_covered():
         "apply.cufile",
         "plan.nccl",
         "plan.doca",
-        "intent.cluster",
+        "shared.parse",  # version_numbers, the one version reader
         "parsers.perftest",
         "parsers.nccltests",
         "parsers.gdsio",

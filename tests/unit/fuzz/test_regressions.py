@@ -8,8 +8,6 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import cufile as _cufile
-from ansible_collections.gpufabric.rollout.plugins.module_utils.discover import gpudirect as _gpudirect
-from ansible_collections.gpufabric.rollout.plugins.module_utils.intent import cluster as _cluster_intent
 from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import gdscheck as _gdscheck
 from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import gdsio as _gdsio
 from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import gpuprobe as _gpuprobe
@@ -18,8 +16,9 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import p
 from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import qos as _qos_parsers
 from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import topology as _topology_parsers
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca as _doca
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import gpu_operator as _plan_gpu_operator
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import nccl as _nccl
-from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.parse import ParseError
+from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.parse import ParseError, version_numbers
 
 ROCE = Path(__file__).resolve().parents[1] / "roce" / "fixtures"
 VALIDATE = Path(__file__).resolve().parents[1] / "validate" / "fixtures"
@@ -90,8 +89,9 @@ def test_parse_error_names_source_line_and_number():
         (_topology_parsers.parse_rate, "4.0.0 Gb/sec", None),  # was ValueError
         (_topology_parsers.parse_int, HUGE, None),
         (_qos_parsers.parse_traffic_class, f"Global tclass={HUGE}", None),  # was ValueError
-        (_gpudirect.version_tuple, f"{HUGE}.1", ()),  # was ValueError
-        (_cluster_intent.version_tuple, f"2.{HUGE}", (2, 0)),  # was ValueError
+        (version_numbers, f"{HUGE}.1", ()),  # was ValueError
+        (version_numbers, f"2.{HUGE}", ()),  # was ValueError
+        (_plan_gpu_operator.chart_numbers, f"25.{HUGE}.1", ()),
         (_doca.parse_dkms_status, ",,: installed\n", []),
     ],
 )

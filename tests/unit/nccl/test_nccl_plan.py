@@ -47,11 +47,40 @@ def test_plan_refused(name):
     assert case["error"] in str(info.value)
 
 
-@pytest.mark.parametrize("name", ["dgx-8rail.yml", "shared-nic.yml"])
-def test_planned_hca_matches_discovery_summary(name):
-    """The rail-ordered HCA list equals the one topology_facts summarises in nccl.ib_hca."""
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("dgx-8rail.yml", "=mlx5_0:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_9:1,mlx5_10:1,mlx5_11:1"),
+        ("shared-nic.yml", "=mlx5_0:1"),  # two GPUs on one NIC: listed once
+        ("two-rail-mixed-gid.yml", "=mlx5_0:1,mlx5_1:2"),  # the port that carries the rail's netdev
+    ],
+)
+def test_planned_hca_lists_each_rail_nic_once_in_rail_order(name, expected):
     topology = yaml.safe_load((FIXTURES / name).read_text())
-    assert _nccl.ib_hca(topology) == topology["nccl"]["ib_hca"]
+    assert _nccl.ib_hca(topology) == expected
+
+
+@pytest.mark.parametrize(
+    ("paths", "level"),
+    [
+        (["PIX", "PIX"], "PIX"),
+        (["PIX", "PXB"], "PXB"),  # the worst rail decides
+        (["PXB", "PHB"], "PHB"),
+        (["PIX", "NODE"], "PHB"),  # capped at PHB
+        (["SYS"], "PHB"),
+        ([], None),  # no rails: NCCL decides
+        (["PIX", None], None),  # a rail without a path class: NCCL decides
+    ],
+)
+def test_net_gdr_level_is_the_worst_rail_path_capped_at_phb(paths, level):
+    topology = {"rails": [{"rail": i, "nic": f"mlx5_{i}", "path": p} for i, p in enumerate(paths)]}
+    assert _nccl.net_gdr_level(topology) == level
+
+
+def test_ib_hca_refuses_more_than_nccl_takes():
+    with pytest.raises(_nccl.NcclPlanError, match="NCCL_IB_HCA takes at most 32"):
+        _nccl.ib_hca_value([(f"mlx5_{i}", 1) for i in range(33)])
+    assert _nccl.ib_hca_value([(f"mlx5_{i}", 1) for i in range(32)]).count(",") == 31
 
 
 @pytest.mark.parametrize(

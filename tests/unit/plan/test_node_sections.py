@@ -45,8 +45,8 @@ def test_nccl_entries_follow_the_nccl_version(specs, nccl_version, gid_index):
     assert "NCCL_IB_GID_INDEX" not in entries
     assert entries == current
     assert list(entries) == ["NCCL_IB_HCA", "NCCL_SOCKET_IFNAME", "NCCL_IB_TC", "NCCL_NET_GDR_LEVEL", "NCCL_TOPO_FILE"]
-    assert entries["NCCL_IB_HCA"] == facts["topology"]["nccl"]["ib_hca"]
-    assert entries["NCCL_NET_GDR_LEVEL"] == facts["topology"]["nccl"]["net_gdr_level"]
+    assert entries["NCCL_IB_HCA"] == "=" + ",".join(f"mlx5_{n}:1" for n in (0, 1, 3, 4, 5, 6, 8, 9))
+    assert entries["NCCL_NET_GDR_LEVEL"] == "PIX"  # every rail of the DGX snapshot is PIX
 
 
 PROPRIETARY = {"gpudirect": {"driver_flavour": "proprietary", "driver_version": "535.183.01", "cuda_version": "12.2"}}

@@ -16,6 +16,7 @@ import yaml
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.discover import topology as T
 from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import topology as P
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import nccl as _nccl
 
 EXPECTED = Path(__file__).resolve().parent / "expected"
 CASES = sorted(p.stem for p in EXPECTED.glob("*.yml"))
@@ -53,7 +54,7 @@ def test_top_level(case, facts_of):
     assert facts["schema_version"] == 1
     assert set(facts) == {
         "schema_version", "sysroot", "virtualized", "cpu", "system", "iommu", "numa_nodes",
-        "gpus", "nics", "pcie", "paths", "rails", "rails_excluded", "rail_pool_out", "nccl", "warnings",
+        "gpus", "nics", "pcie", "paths", "rails", "rails_excluded", "rail_pool_out", "warnings",
     }  # fmt: skip
     for key in ("virtualized", "iommu", "cpu", "system", "numa_nodes"):
         assert facts[key] == exp[key], key
@@ -149,7 +150,7 @@ def test_paths(case, facts_of):
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_rails_and_nccl(case, facts_of):
+def test_rails(case, facts_of):
     exp = load(case)
     facts, _sysroot = facts_of(exp["snapshot"])
     got = [[r["rail"], r["gpu"], r["nic"], r["netdev"], r["path"]] for r in facts["rails"]]
@@ -159,7 +160,15 @@ def test_rails_and_nccl(case, facts_of):
     for r in facts["rails"]:
         assert r["gpu_bdf"] == by_name[r["gpu"]]
         assert r["nic_bdf"] == nic_bdf[r["nic"]]
-    assert facts["nccl"] == exp["nccl"]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_the_plan_derives_nccl_from_the_rails(case, facts_of):
+    """Discovery names no NCCL setting; the plan's NCCL_IB_HCA and NCCL_NET_GDR_LEVEL of these facts."""
+    exp = load(case)
+    facts, _sysroot = facts_of(exp["snapshot"])
+    ib_hca = _nccl.ib_hca(facts) if facts["rails"] else None
+    assert {"ib_hca": ib_hca, "net_gdr_level": _nccl.net_gdr_level(facts)} == exp["planned_nccl"]
 
 
 @pytest.mark.parametrize("case", CASES)

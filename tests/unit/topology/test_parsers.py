@@ -12,6 +12,7 @@ import yaml
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.discover import rails as R
 from ansible_collections.gpufabric.rollout.plugins.module_utils.discover import topology as T
+from ansible_collections.gpufabric.rollout.plugins.module_utils.discover.pci import PATH_CLASSES
 from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import topology as P
 
 HERE = Path(__file__).resolve().parent
@@ -45,7 +46,7 @@ def test_plan_rails(case):
         cap = -(-len(case["classes"]) // nics)
         assert all(got.count(j) <= cap for j in set(got))
     if "nearest" in case:
-        nearest = [min(range(len(r)), key=lambda j, r=r: T.PATH_CLASSES.index(r[j])) for r in case["classes"]]
+        nearest = [min(range(len(r)), key=lambda j, r=r: PATH_CLASSES.index(r[j])) for r in case["classes"]]
         assert nearest == case["nearest"]
         assert got != nearest
 

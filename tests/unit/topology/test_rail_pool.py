@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.discover import topology as T
 from ansible_collections.gpufabric.rollout.plugins.module_utils.discover.report import format_report
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import nccl as _nccl
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -87,7 +88,7 @@ def test_cpu_attached_dual_port_nics_stay_out_of_the_matching(snapshots, tmp_pat
     # of two equally near NICs, the first GPU of a complex gets the lower one: no swap
     assert rails_of(facts) == [(f"GPU{i}", nic, "PXB") for i, nic in enumerate(SWITCH_NICS)]
     assert [r["rail"] for r in facts["rails"]] == list(range(8))
-    assert facts["nccl"]["ib_hca"] == "=" + ",".join(f"{n}:1" for n in SWITCH_NICS)
+    assert _nccl.ib_hca(facts) == "=" + ",".join(f"{n}:1" for n in SWITCH_NICS)
     assert {n: roles[n] for n in CPU_NICS} == dict.fromkeys(CPU_NICS, "storage")
     assert [x["nic"] for x in facts["rail_pool_out"]] == CPU_NICS
     assert all("CPU root port" in x["reason"] for x in facts["rail_pool_out"])
@@ -98,7 +99,8 @@ def test_identical_nodes_give_identical_rails(snapshots, tmp_path):
     one = discover(snapshots, tmp_path / "a", layout())
     two = discover(snapshots, tmp_path / "b", layout())
     assert one["rails"] == two["rails"]
-    assert one["nccl"] == two["nccl"]
+    assert _nccl.ib_hca(one) == _nccl.ib_hca(two)
+    assert _nccl.net_gdr_level(one) == _nccl.net_gdr_level(two)
 
 
 def test_rail_nics_keeps_a_cpu_attached_nic_in_the_pool(snapshots, tmp_path):
@@ -115,7 +117,7 @@ def test_a_down_rail_nic_is_never_a_rail(snapshots, tmp_path):
     dead = nics["0000:9f:00.0"]["rdma_device"]
     assert dead == "mlx5_5"
     assert dead not in [r["nic"] for r in facts["rails"]]
-    assert dead not in facts["nccl"]["ib_hca"]
+    assert dead not in _nccl.ib_hca(facts)
     assert nics["0000:9f:00.0"]["role"] == "other"
     (excluded,) = facts["rails_excluded"]
     assert excluded["nic"] == dead
@@ -127,7 +129,7 @@ def test_a_down_rail_nic_is_never_a_rail(snapshots, tmp_path):
     assert [g for i, g in enumerate(got) if i != 5] == [
         (f"GPU{i}", nic, "PXB") for i, nic in enumerate(SWITCH_NICS) if i != 5
     ]
-    assert facts["nccl"]["ib_hca"] == "=" + ",".join(f"{n}:1" for n in SWITCH_NICS if n != dead)
+    assert _nccl.ib_hca(facts) == "=" + ",".join(f"{n}:1" for n in SWITCH_NICS if n != dead)
 
 
 def test_a_rail_nic_with_a_slower_link_is_never_a_rail(snapshots, tmp_path):
@@ -148,5 +150,5 @@ def test_a_nic_without_a_roce_v2_ipv4_gid_is_never_a_rail(sysroot):
     (excluded,) = facts["rails_excluded"]
     assert (excluded["nic"], excluded["gpus"]) == ("mlx5_1", ["GPU1"])
     assert "no RoCE v2 GID with an IPv4 address" in excluded["state"]
-    assert facts["nccl"]["ib_hca"] == "=mlx5_0:1"
+    assert _nccl.ib_hca(facts) == "=mlx5_0:1"
     assert "-> mlx5_0 enp68s0np0 (RoCE on enp68s0np0.100) [PIX]" in format_report(facts)
