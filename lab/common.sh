@@ -31,6 +31,20 @@ lab_python() {
         command -v python3 || die "no python3 found (run 'make venv')"
     fi
 }
+# The CRDs of the custom kinds the cluster roles write: LAB_CRDS_DIR when set (the upstream CRDs,
+# one file per CRD named <plural>.<group>.yaml: the API server then validates every object against
+# them), else the lab's permissive stand-ins (lab/crds/permissive.py: same kinds, no schema), so
+# that the roles still apply every object to the real API server. Prints the directory.
+lab_crds_dir() {
+    if [[ -n "${LAB_CRDS_DIR:-}" ]]; then
+        compgen -G "${LAB_CRDS_DIR}/*.yaml" >/dev/null ||
+            die "LAB_CRDS_DIR=${LAB_CRDS_DIR} holds no CRD files (<plural>.<group>.yaml); see docs/lab.md, The upstream CRDs"
+        (cd "${LAB_CRDS_DIR}" && pwd)
+        return
+    fi
+    log "LAB_CRDS_DIR is not set: the lab installs permissive CRDs of its own (no schema validation; see docs/lab.md, The upstream CRDs)"
+    "$(lab_python)" "${LAB_ROOT}/crds/permissive.py" "${LAB_STATE}/crds-permissive"
+}
 die() { printf '[lab] ERROR: %s\n' "$*" >&2; exit 1; }
 
 # The image tag is a hash of its recipe: every file under lab/image/ (the build script, the

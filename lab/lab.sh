@@ -54,19 +54,6 @@ start() {
     playbook "${LAB_ROOT}/prepare.yml"
 }
 
-# The upstream CRD schemas (NicClusterPolicy, IPPool, NADs, ...) are not part of this repository;
-# the roles apply them from LAB_CRDS_DIR. Without them the cluster objects are rendered to files
-# instead of applied.
-crd_args() {
-    local crds="${LAB_CRDS_DIR:-${REPO_ROOT}/../shared/crds}"
-    if [[ -d "${crds}" ]]; then
-        printf '%s\n' -e "network_operator_crds_dir=$(cd "${crds}" && pwd)" -e "gpu_operator_crds_dir=$(cd "${crds}" && pwd)"
-    else
-        log "no CRD schemas in ${crds} (set LAB_CRDS_DIR): cluster objects are rendered to .lab/rendered, not applied"
-        printf '%s\n' -e gpufabric_k8s_mode=render
-    fi
-}
-
 # ansible-playbook against the lab inventory over the lab's transport, timed.
 playbook() {
     local start="${SECONDS}" rc=0 tmp
@@ -81,12 +68,15 @@ playbook() {
 # A playbook against the running lab (no node start, no prepare), with the CRD arguments:
 # `make site`, `make plan`; site.yml and validate.yml print the report's summary and paths after.
 again() {
-    local book="$1" extra=() since rc=0
+    local book="$1" extra=() since rc=0 crds
     shift
     "${LAB_ROOT}/kube.sh" status >/dev/null 2>&1 || die "the lab is not up: run 'make lab' first"
     # Running already: this applies the checkout's RBAC again (the roles' needs may have changed).
     "${LAB_ROOT}/kube.sh" start >/dev/null
-    mapfile -t extra < <(crd_args)
+    # The CRDs the roles apply: the upstream ones from LAB_CRDS_DIR, else the lab's permissive
+    # stand-ins; the cluster objects go to the real API server either way.
+    crds="$(lab_crds_dir)"
+    extra=(-e "network_operator_crds_dir=${crds}" -e "gpu_operator_crds_dir=${crds}")
     since="$(mktemp "${TMPDIR:-/tmp}/gpufabric-lab-run.XXXXXX")"
     playbook "${book}" "${extra[@]}" "$@" || rc=$?
     if [[ "${book}" == site.yml || "${book}" == playbooks/validate.yml ]]; then

@@ -17,6 +17,10 @@ source "${repo}/lab/common.sh"
 # The lab's transport (gpufabric_lab_connection), read by the shared molecule config.
 lab_connection_env
 echo "lab nodes are reached with: ${GPUFABRIC_LAB_CONNECTION}"
+# The CRDs the cluster scenarios apply (molecule/cluster_layer reads LAB_CRDS_DIR): the upstream
+# ones when LAB_CRDS_DIR names them, else the lab's permissive stand-ins.
+LAB_CRDS_DIR="$(lab_crds_dir)" || exit 1
+export LAB_CRDS_DIR
 if (($# > 0)) && [[ -n "$*" ]]; then
     scenarios=("$@")
 else

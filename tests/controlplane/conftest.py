@@ -3,8 +3,10 @@
 It is started with lab/kube.sh in a temporary GPUFABRIC_KUBE_DIR, so it runs beside `make lab`'s
 cluster and any molecule scenario's; the binaries come from lab/controlplane/build.sh (`make
 controlplane-test` builds them first). Two GPU nodes are registered from the dgx-h200-8x8
-snapshot (lab/cluster/nodes.py), and the upstream CRDs in ../shared/crds are installed when the
-folder exists. The cluster is stopped and removed at the end.
+snapshot (lab/cluster/nodes.py), and the CRDs installed: the upstream ones (LAB_CRDS_DIR, else the
+shared schemas beside the checkout), else the lab's permissive stand-ins; a test that needs the
+upstream schemas themselves takes the `crds` fixture, which skips without them (fails under
+CI=true). The cluster is stopped and removed at the end.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 # role_runner.py (a role run on localhost, shared with the unit tests) is one level up.
 sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
-from controlplane_support import CRDS, NODES, Cluster, checked_plan, private_cluster
+from controlplane_support import CRDS, NODES, Cluster, checked_plan, private_cluster, upstream_crds_missing
 
 
 @pytest.fixture(scope="session")
@@ -30,7 +32,7 @@ def cluster(tmp_path_factory) -> Cluster:
 @pytest.fixture(scope="session")
 def crds() -> Path:
     if not CRDS.is_dir():
-        pytest.skip(f"the upstream CRDs are not in {CRDS} (a checkout beside shared/crds has them)")
+        upstream_crds_missing("this test")
     return CRDS
 
 

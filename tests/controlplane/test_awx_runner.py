@@ -42,7 +42,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from awx_jobs import Awx, Inventory, Job
-from controlplane_support import CRDS, REPO, Cluster, private_cluster
+from controlplane_support import REPO, Cluster, crds_dir, private_cluster
 
 NODES = {"gpu-node-1": "dgx-h200-8x8@1", "gpu-node-2": "dgx-h200-8x8@2"}  # inventory host = Node name
 SLICES = ("gpu-node-1", "gpu-node-2")
@@ -105,12 +105,12 @@ class Lab:
             "plan_require_systemd": False,
             "network_operator_chart_path": str(REPO / "lab" / "charts" / "network-operator"),
             "network_operator_helm_binary": str(REPO / ".tools" / "bin" / "helm"),
-            "network_operator_crds_dir": str(CRDS),
+            "network_operator_crds_dir": str(crds_dir()),
             "network_operator_wait_timeout": 60,
             "network_operator_wait_delay": 1,
             "gpu_operator_chart_path": str(REPO / "lab" / "charts" / "gpu-operator"),
             "gpu_operator_helm_binary": str(REPO / ".tools" / "bin" / "helm"),
-            "gpu_operator_crds_dir": str(CRDS),
+            "gpu_operator_crds_dir": str(crds_dir()),
             "gpu_operator_wait_timeout": 60,
             "gpu_operator_wait_delay": 1,
         }

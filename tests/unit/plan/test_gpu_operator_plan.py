@@ -1,7 +1,8 @@
 """The GPU Operator part of the plan: the driver mode decided once and followed by the node plan
 (RDMA, GDS, who loads nvidia-peermem and nvidia-fs) and by the chart values; the ClusterPolicy the
 lab's stand-in chart renders from those values, and the NVIDIADrivers, validated against the
-upstream CRDs (../shared/crds); NFD deployed once; readiness and drift reports."""
+upstream CRDs (LAB_CRDS_DIR, else the shared schemas beside the checkout); NFD deployed once;
+readiness and drift reports."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ CHART = REPO / "lab" / "charts" / "gpu-operator"
 NO_DRIVER = {"driver_version": None, "driver_flavour": None, "driver_loaded": False, "cuda_version": None}
 OPERATOR = {"gpufabric_gpu_driver": {"managed_by": "operator", "version": "580.95.05"}}
 V100 = [{"model": "Tesla V100-SXM2-32GB", "compute_cap": "7.0"}] * 8
-needs_crds = pytest.mark.skipif(not _SCHEMAS, reason="the upstream CRDs (../shared/crds) are not beside the checkout")
+needs_crds = pytest.mark.skipif(not _SCHEMAS, reason="the upstream CRDs are not given (LAB_CRDS_DIR, see docs/lab.md)")
 
 
 def _merge(base: Dict[str, Any], extra: Optional[Dict[str, Any]]) -> Dict[str, Any]:
