@@ -6,7 +6,9 @@ replaces the running lab (make lab's nodes and API double) and leaves it down. P
 
 1. Per-task cost of each transport (mitogen, ssh, podman) on two lab nodes: a play of 41 no-op
    tasks (stat and command in turn); per task = the profile_tasks time of tasks 2..41 / 40, so
-   start-up and connection set-up are not counted; the median of BENCH_LAB_ROUNDS rounds.
+   start-up and connection set-up are not counted; the median of BENCH_LAB_ROUNDS rounds; on the
+   toolchain's ansible-core and, beside it, on the oldest supported one (tests/matrix/cores.txt;
+   BENCH_LAB_OLDEST_CORE=0 leaves it out).
 2. make lab on two nodes over the lab's transport (gpufabric_lab_connection), BENCH_LAB_ROUNDS
    times on fresh nodes: nodes + prepare, the first site.yml run, a no-op rerun (its changed count
    and its share of the first run); the median of the rounds and every round.
@@ -246,21 +248,50 @@ def noop_playbook(path: Path, tasks: int) -> None:
     path.write_text(yaml.safe_dump([{"name": "No-op", "hosts": "gpu_nodes", "gather_facts": False, "tasks": body}]))
 
 
-def per_task_costs(transports: list) -> dict:
-    """Seconds per no-op task on the lab's two nodes, per transport, one figure per round
-    (transports interleaved): the profile_tasks times of a play's tasks after its first one,
-    so start-up and connection set-up are not counted."""
-    costs: dict = {t: [] for t in transports}
+def bench_cores() -> list:
+    """(label, extra PATH or None) of each ansible-core the per-task cost is measured on: the
+    toolchain's (requirements.txt, the newest) and the oldest supported one (the first line of
+    tests/matrix/cores.txt, its venv made by lab/core_venv.sh), so the move between them shows;
+    BENCH_LAB_OLDEST_CORE=0 measures the newest alone."""
+    cores = [(f"ansible-core {core_version(REPO / '.venv')}", None)]
+    if os.environ.get("BENCH_LAB_OLDEST_CORE", "1") != "0":
+        lines = (REPO / "tests" / "matrix" / "cores.txt").read_text().splitlines()
+        oldest = next(line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#"))
+        subprocess.run([str(REPO / "lab" / "core_venv.sh"), oldest], cwd=REPO, check=True, stdout=subprocess.DEVNULL)
+        cores.append((f"ansible-core {oldest}", str(REPO / ".lab" / "cores" / oldest / "bin")))
+    return cores
+
+
+def core_version(venv: Path) -> str:
+    out = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import ansible.release as r; print(r.__version__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return out.stdout.strip()
+
+
+def per_task_costs(transports: list, cores: list) -> dict:
+    """Seconds per no-op task on the lab's two nodes, per (transport, core label), one figure per
+    round (transports and cores interleaved): the profile_tasks times of a play's tasks after its
+    first one, so start-up and connection set-up are not counted."""
+    costs: dict = {(t, label): [] for t in transports for label, _path in cores}
     with tempfile.TemporaryDirectory(prefix="gpufabric-bench.") as tmp:
         play = Path(tmp) / "noop.yml"
         noop_playbook(play, NOOP_TASKS + 1)
         for rnd in range(ROUNDS):
             for transport in transports:
-                env = {**transport_env(transport), **PROFILE_ENV, "PROFILE_TASKS_SORT_ORDER": "none"}
-                argv = ["ansible-playbook", "-i", "inventory/lab", "-e", f"gpufabric_lab_connection={transport}"]
-                timed = profile(run(f"noop-{transport}-r{rnd}", [*argv, str(play)], env=env)["text"])
-                costs[transport].append(sum(seconds for _name, seconds in timed[1:]) / (len(timed) - 1))
-                log(f"per-task {transport} round {rnd + 1}: {costs[transport][-1]:.3f} s")
+                for label, path in cores:
+                    env = {**transport_env(transport), **PROFILE_ENV, "PROFILE_TASKS_SORT_ORDER": "none"}
+                    if path:
+                        env["PATH"] = path + os.pathsep + os.environ["PATH"]
+                    argv = ["ansible-playbook", "-i", "inventory/lab", "-e", f"gpufabric_lab_connection={transport}"]
+                    name = f"noop-{transport}-{label.split()[-1]}-r{rnd}"
+                    timed = profile(run(name, [*argv, str(play)], env=env)["text"])
+                    cost = sum(seconds for _name, seconds in timed[1:]) / (len(timed) - 1)
+                    costs[(transport, label)].append(cost)
+                    log(f"per-task {transport} on {label} round {rnd + 1}: {cost:.3f} s")
     return costs
 
 
@@ -356,7 +387,8 @@ def main() -> int:
             if transport != default:
                 reruns[transport] = lab(f"site-2-noop-{transport}", "site", transport=transport)
                 noop_check(f"site.yml rerun over {transport}", reruns[transport])
-        costs = per_task_costs(TRANSPORTS)
+        cores = bench_cores()
+        costs = per_task_costs(TRANSPORTS, cores)
         large = None
         if LARGE:
             lab("down-2", "down", transport=default)
@@ -378,8 +410,9 @@ def main() -> int:
     print(f"controller: {os.cpu_count()} CPUs, load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} at the end")
     print(f"\nper-task cost on 2 nodes (a no-op task on both; median of {ROUNDS} rounds; all rounds):")
     for transport in TRANSPORTS:
-        each = ", ".join(f"{c:.3f}" for c in costs[transport])
-        print(f"  {transport:8s} {statistics.median(costs[transport]):6.3f} s/task   ({each})")
+        for label, _path in cores:
+            each = ", ".join(f"{c:.3f}" for c in costs[(transport, label)])
+            print(f"  {transport:8s} {label:20s} {statistics.median(costs[(transport, label)]):6.3f} s/task   ({each})")
     print(f"\nmake lab on 2 nodes over {default} (median of {len(rounds)} rounds on fresh nodes; every round):")
     for label, key in (("nodes + API double + prepare.yml", "start"), ("site.yml first run", "first")):
         walls = [r[key]["wall"] for r in rounds]
