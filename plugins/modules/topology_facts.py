@@ -20,7 +20,7 @@ description:
   - The C(nvidia-smi topo -m) class (PIX, PXB, PHB, NODE, SYS) of every GPU x NIC and GPU x GPU
     pair, NVLink counts when the C(nvidia-smi topo -m) matrix is available.
   - A 1:1 GPU to NIC rail assignment by matching, and warnings (ACS redirect, NUMA mismatch, port
-    down, RoCE v2 GID missing, degraded PCIe link). Hardware only: the NCCL settings these rails
+    down, RoCE v2 GID missing, degraded PCIe link). Hardware only, the NCCL settings these rails
     lead to are planned by the plan (C(gpufabric_node_plan.nccl)).
   - Changes nothing.
 author:

@@ -82,8 +82,9 @@ def test_nccl_conf_and_the_pods_configmap_come_from_one_function(
     topology = topology_of(snapshot)
     node, cluster = plans(specs, topology, nccl_version, changes)
     conf = node["nccl"]["entries"]
-    (group,) = cluster["network"]["nccl"]
-    pods = cluster["network"]["nccl"][group]
+    groups = list(cluster["network"]["nccl"])
+    assert len(groups) == 1, groups
+    pods = cluster["network"]["nccl"][groups[0]]
     maps = [o["data"] for o in cluster["network"]["objects"]["rdma_networks"] if o["kind"] == "ConfigMap"]
     assert pods in maps
     # environment() ran once for the node, then once for the node group; each output is what it
