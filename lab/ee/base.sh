@@ -71,6 +71,11 @@ chroot "${work}/rootfs" /usr/local/bin/python3 -c 'import ssl, ensurepip, sqlite
 rm -rf "${work}"/rootfs/var/lib/apt/lists/* "${work}"/rootfs/var/cache/apt/*.bin
 
 log "importing ${ref}"
-tar -C "${work}/rootfs" -c . | podman import --change 'CMD ["/bin/bash"]' - "${ref}" >/dev/null
+# The copy's bin/ comes first on PATH, where pip puts the scripts of what it installs (ansible-galaxy,
+# ansible-playbook, ansible-runner): the official image has them in /usr/local/bin, its prefix.
+tar -C "${work}/rootfs" -c . |
+    podman import --change 'CMD ["/bin/bash"]' \
+        --change "ENV PATH=/opt/python${pyver}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
+        - "${ref}" >/dev/null
 log "built ${ref}"
 echo "${ref}"

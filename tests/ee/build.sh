@@ -58,7 +58,26 @@ cp "${repo}/meta/ee-requirements.txt" "${work}/meta/"
 (cd "${repo}" && ansible-galaxy collection build --force --output-path "${work}/dist" >/dev/null)
 site="$("${python}" -c 'import ansible_collections, os; print(os.path.dirname(ansible_collections.__file__))' 2>/dev/null ||
     "${python}" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"] + "/ansible_collections")')"
-for collection in $("${python}" -c 'import sys, yaml; print(" ".join(c["name"] for c in yaml.safe_load(open(sys.argv[1]))["collections"]))' "${work}/requirements.yml"); do
+# The collections of requirements.yml and, as Galaxy would fetch them, their own dependencies
+# (MANIFEST.json; community.general 13 needs community.library_inventory_filtering_v1).
+for collection in $("${python}" - "${work}/requirements.yml" "${site}" <<'PY'
+import json
+import sys
+
+import yaml
+
+todo = [c["name"] for c in yaml.safe_load(open(sys.argv[1]))["collections"]]
+seen = []
+while todo:
+    name = todo.pop(0)
+    if name in seen:
+        continue
+    seen.append(name)
+    with open("%s/%s/MANIFEST.json" % (sys.argv[2], name.replace(".", "/"))) as handle:
+        todo.extend(json.load(handle)["collection_info"].get("dependencies") or {})
+print(" ".join(seen))
+PY
+); do
     mkdir -p "${work}/seed/ansible_collections/${collection%%.*}"
     cp -a "${site}/${collection/.//}" "${work}/seed/ansible_collections/${collection/.//}"
 done
