@@ -1,10 +1,14 @@
-"""The playbooks skip Ansible's own argument-spec check at a role's start (rolespec_validate: false)
-only where the plan has already checked that role's variables: a role the plan checks
-(plan_node_roles, plan_cluster_roles), at its main entry point (the options the plan checks), in a
-playbook that imports the plan before it. A role the plan does not check keeps Ansible's check."""
+"""Ansible's own argument-spec check runs at the start of every role, as it does for any role: no
+playbook switches it off (rolespec_validate: false), and every role that works from the plan
+requires it in its main spec, saying how to get it. So a role run alone, without the plan, stops at
+its first task naming the plan and the playbook that computes it, instead of failing somewhere
+inside on an undefined variable."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +17,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[2]
 PLAYBOOKS = [*sorted((REPO / "playbooks").glob("*.yml")), REPO / "site.yml"]
 ROLE_ACTIONS = {"ansible.builtin.include_role", "ansible.builtin.import_role", "include_role", "import_role"}
+HINT = "run gpufabric.rollout.plan first"
 
 
 class _Loader(yaml.SafeLoader):
@@ -26,9 +31,13 @@ def _load(path: Path):
     return yaml.load(path.read_text(), Loader=_Loader) or []  # a SafeLoader subclass
 
 
-def _plan_checked_roles() -> set:
+def _plan_roles() -> dict:
+    """{role: the plan variable it works from}: the node roles the plan checks take the node's plan,
+    the cluster roles the cluster plan."""
     defaults = yaml.safe_load((REPO / "roles" / "plan" / "defaults" / "main.yml").read_text())
-    return set(defaults["plan_node_roles"]) | set(defaults["plan_cluster_roles"])
+    roles = {role: "gpufabric_node_plan" for role in defaults["plan_node_roles"]}
+    roles.update({role: "gpufabric_plan" for role in defaults["plan_cluster_roles"]})
+    return roles
 
 
 def _tasks(items):
@@ -39,59 +48,76 @@ def _tasks(items):
             yield from _tasks(item.get(key))
 
 
-def _role_uses(path: Path):
-    """(play index, role arguments) for every include_role/import_role of a playbook."""
-    for index, play in enumerate(_load(path)):
-        for section in ("pre_tasks", "tasks", "post_tasks"):
-            for task in _tasks(play.get(section)):
-                for action in ROLE_ACTIONS & set(task):
-                    yield index, task[action]
+def _role_uses():
+    """(playbook, role arguments) for every include_role/import_role of every playbook and role."""
+    files = [*PLAYBOOKS, *sorted((REPO / "roles").glob("*/tasks/*.yml"))]
+    for path in files:
+        data = _load(path)
+        plays = data if path in PLAYBOOKS else [{"tasks": data}]
+        for play in plays:
+            for section in ("pre_tasks", "tasks", "post_tasks", "handlers"):
+                for task in _tasks(play.get(section)):
+                    for action in ROLE_ACTIONS & set(task):
+                        yield path, task[action]
 
 
-def _unchecked_uses():
-    for path in PLAYBOOKS:
-        for index, args in _role_uses(path):
-            if args.get("rolespec_validate") is False:
-                yield path, index, args
-
-
-def test_the_playbooks_skip_the_repeated_check():
-    """Guards the test below against passing vacuously: the host and cluster layers use the option."""
-    names = {(path.name, args["name"]) for path, _index, args in _unchecked_uses()}
+def test_the_role_inclusions_are_found():
+    """Guards the test below against passing vacuously."""
+    names = {(path.name, args["name"]) for path, args in _role_uses()}
     assert ("hosts.yml", "gpufabric.rollout.roce") in names
     assert ("cluster.yml", "gpufabric.rollout.network_operator") in names
     assert ("validate.yml", "gpufabric.rollout.validate") in names
 
 
-def _case_id(value):
-    if isinstance(value, Path):
-        return value.name
-    return value.get("name") if isinstance(value, dict) else str(value)
+def test_nothing_switches_off_ansibles_argument_check():
+    off = [f"{path.relative_to(REPO)}: {args['name']}" for path, args in _role_uses() if "rolespec_validate" in args]
+    assert off == []
 
 
-@pytest.mark.parametrize(
-    "path,index,args",
-    list(_unchecked_uses()),
-    ids=_case_id,
-)
-def test_skipped_checks_are_covered_by_the_plan(path, index, args):
-    role = args["name"].rsplit(".", 1)[-1]
-    assert role in _plan_checked_roles(), f"{path.name}: {role} is not checked by the plan; keep rolespec_validate"
-    assert args.get("tasks_from", "main") in ("main", "main.yml"), (
-        f"{path.name}: the plan checks the main entry point of {role}, not {args['tasks_from']}"
+@pytest.mark.parametrize("role,variable", sorted(_plan_roles().items()))
+def test_each_plan_role_requires_the_plan_and_says_how_to_get_it(role, variable):
+    spec = yaml.safe_load((REPO / "roles" / role / "meta" / "argument_specs.yml").read_text())
+    option = spec["argument_specs"]["main"]["options"][variable]
+    assert option.get("required") is True and option.get("type") == "dict"
+    assert HINT in " ".join(option["description"]).replace("\n", " ")
+
+
+def _alone(tmp_path: Path, role: str) -> subprocess.CompletedProcess:
+    play = tmp_path / "alone.yml"
+    play.write_text(
+        yaml.safe_dump(
+            [
+                {
+                    "name": "A role without the plan",
+                    "hosts": "localhost",
+                    "gather_facts": False,
+                    "tasks": [
+                        {"name": "Include it", "ansible.builtin.include_role": {"name": f"gpufabric.rollout.{role}"}}
+                    ],
+                }
+            ]
+        )
     )
-    plays = _load(path)
-    imports = [play.get("ansible.builtin.import_playbook") for play in plays[:index]]
-    assert "plan.yml" in imports, f"{path.name}: the plan must be imported before play {index} includes {role}"
+    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1", TMPDIR=str(tmp_path))
+    env["ANSIBLE_LOCAL_TEMP"] = str(tmp_path / "ansible-tmp")
+    return subprocess.run(
+        ["ansible-playbook", "-i", "localhost,", "-e", f"ansible_python_interpreter={sys.executable}", str(play)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
-def test_plays_do_not_list_plan_checked_roles():
-    """A role under a play's roles: is always checked again (the keyword has no rolespec_validate)."""
-    listed = []
-    for path in PLAYBOOKS:
-        for play in _load(path):
-            for entry in play.get("roles") or []:
-                name = entry if isinstance(entry, str) else entry.get("role") or entry.get("name")
-                if name.rsplit(".", 1)[-1] in _plan_checked_roles():
-                    listed.append(f"{path.name}: {name}")
-    assert listed == []
+@pytest.mark.parametrize("role", ["nccl_config", "rdma_networks"])
+def test_a_role_run_alone_stops_first_naming_the_plan(tmp_path, role):
+    done = _alone(tmp_path, role)
+    out = done.stdout + done.stderr
+    assert done.returncode != 0
+    variable = _plan_roles()[role]
+    assert f"missing required arguments: {variable}" in out, out[-3000:]
+    assert HINT in " ".join(out.split())
+    # it stopped at the argument check, before any task of the role
+    assert out.count(f"TASK [gpufabric.rollout.{role} :") == 1
