@@ -6,12 +6,23 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any, Dict, Optional
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+def short_tmpdir() -> Path:
+    """A fresh TMPDIR for one ansible-playbook run, with a short path: ansible-core 2.21 starts a
+    local RPC server on a unix socket under TMPDIR (multiprocessing's listener-* in a pymp-*
+    directory), and a socket path is limited to 107 bytes, which a pytest tmp_path can pass; the
+    server then never starts ("Local RPC server did not start"). Remove it after the run."""
+    return Path(tempfile.mkdtemp(prefix="gf."))
+
 
 ROLE_PLAYBOOK = """
 - name: Run {role}
@@ -35,11 +46,12 @@ def run_role_playbook(
     (tmp / "vars.json").write_text(json.dumps(variables, default=str))
     (tmp / "play.yml").write_text(ROLE_PLAYBOOK.format(role=role))
     (tmp / "ansible-tmp").mkdir(exist_ok=True)
+    run_tmp = short_tmpdir()
     env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
     env.update(
         ANSIBLE_COLLECTIONS_PATH=str(REPO / ".collections"),
         ANSIBLE_LOCAL_TEMP=str(tmp / "ansible-tmp"),
-        TMPDIR=str(tmp / "ansible-tmp"),
+        TMPDIR=str(run_tmp),
         HELM_CACHE_HOME=str(tmp / "helm" / "cache"),
         HELM_CONFIG_HOME=str(tmp / "helm" / "config"),
         HELM_DATA_HOME=str(tmp / "helm" / "data"),
@@ -50,23 +62,26 @@ def run_role_playbook(
             ANSIBLE_CALLBACKS_ENABLED="gpufabric_changes",
             GPUFABRIC_CHANGES_LOG=str(log),
         )
-    done = subprocess.run(
-        [
-            str(Path(sys.executable).parent / "ansible-playbook"),
-            "-i",
-            "localhost,",
-            "-e",
-            f"ansible_python_interpreter={sys.executable}",
-            str(tmp / "play.yml"),
-            *extra,
-        ],
-        cwd=str(tmp),
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-        timeout=600,
-    )
+    try:
+        done = subprocess.run(
+            [
+                str(Path(sys.executable).parent / "ansible-playbook"),
+                "-i",
+                "localhost,",
+                "-e",
+                f"ansible_python_interpreter={sys.executable}",
+                str(tmp / "play.yml"),
+                *extra,
+            ],
+            cwd=str(tmp),
+            capture_output=True,
+            text=True,
+            env=env,
+            check=False,
+            timeout=600,
+        )
+    finally:
+        shutil.rmtree(run_tmp, ignore_errors=True)
     recap = re.search(r"^localhost\s+:\s+ok=\d+\s+changed=(\d+)", done.stdout, re.M)
     return {
         "rc": done.returncode,

@@ -19,6 +19,7 @@ from typing import Any, Dict, List
 
 import pytest
 from controlplane_support import REPO, wait_until
+from role_runner import short_tmpdir
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import k8s_publish as _k8s_publish
 
@@ -64,7 +65,7 @@ def publish(tmp: Path, kubeconfig: Path, instance: str, names: List[str]) -> Dic
         ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
         ANSIBLE_COLLECTIONS_PATH=str(REPO / ".collections"),
         ANSIBLE_LOCAL_TEMP=str(tmp / "ansible-tmp"),
-        TMPDIR=str(tmp / "ansible-tmp"),
+        TMPDIR=str(short_tmpdir()),  # short: ansible-core 2.21's RPC socket lives under it
         ANSIBLE_NOCOLOR="1",
     )
     done = subprocess.run(
