@@ -35,6 +35,27 @@ ROLE_PLAYBOOK = """
 """
 
 
+def ansible_playbook(tmp: Path, *args: str) -> subprocess.CompletedProcess:
+    """ansible-playbook ARGS from the checkout, as a user runs it (the checkout's ansible.cfg, no
+    colour), with its temporary files in `tmp` and a short TMPDIR of its own; output captured."""
+    (tmp / "ansible-tmp").mkdir(parents=True, exist_ok=True)
+    run_tmp = short_tmpdir()
+    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1", TMPDIR=str(run_tmp))
+    env["ANSIBLE_LOCAL_TEMP"] = str(tmp / "ansible-tmp")
+    try:
+        return subprocess.run(
+            [str(Path(sys.executable).parent / "ansible-playbook"), *args],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+    finally:
+        shutil.rmtree(run_tmp, ignore_errors=True)
+
+
 def run_role_playbook(
     tmp: Path, role: str, variables: Dict[str, Any], *extra: str, log: Optional[Path] = None
 ) -> Dict[str, Any]:

@@ -6,13 +6,13 @@ inside on an undefined variable."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from role_runner import ansible_playbook
 
 REPO = Path(__file__).resolve().parents[2]
 PLAYBOOKS = [*sorted((REPO / "playbooks").glob("*.yml")), REPO / "site.yml"]
@@ -98,16 +98,8 @@ def _alone(tmp_path: Path, role: str) -> subprocess.CompletedProcess:
             ]
         )
     )
-    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1", TMPDIR=str(tmp_path))
-    env["ANSIBLE_LOCAL_TEMP"] = str(tmp_path / "ansible-tmp")
-    return subprocess.run(
-        ["ansible-playbook", "-i", "localhost,", "-e", f"ansible_python_interpreter={sys.executable}", str(play)],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+    return ansible_playbook(
+        tmp_path, "-i", "localhost,", "-e", f"ansible_python_interpreter={sys.executable}", str(play)
     )
 
 

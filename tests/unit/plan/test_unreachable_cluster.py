@@ -7,7 +7,6 @@ cluster layer and the drains then could not reach. Render mode does not ask the 
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import sys
@@ -15,6 +14,7 @@ from pathlib import Path
 
 import yaml
 from conftest import REPO
+from role_runner import ansible_playbook
 
 NODE = "gpu-never-reached"
 
@@ -59,17 +59,7 @@ def run_plan(tmp_path: Path, mode: str) -> subprocess.CompletedProcess:
             }
         )
     )
-    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1", TMPDIR=str(tmp_path))
-    env["ANSIBLE_LOCAL_TEMP"] = str(tmp_path / "ansible-tmp")
-    return subprocess.run(
-        ["ansible-playbook", "-i", str(inventory), str(REPO / "playbooks" / "plan.yml")],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    return ansible_playbook(tmp_path, "-i", str(inventory), str(REPO / "playbooks" / "plan.yml"))
 
 
 def test_apply_mode_refuses_a_cluster_it_cannot_ask_before_any_node(tmp_path):
