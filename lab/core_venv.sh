@@ -39,4 +39,12 @@ else
         "ansible-core==${version}"
     touch "${cached}/.complete"
 fi
-lab_step "making ${dest}" "${logs}/core-${version}-dest.log" venv_copy "${cached}" "${dest}"
+# The checkout's copy is made once per cached venv and then left alone: make test's two lanes both
+# call this (the oldest core's main job in one, the matrix in the other), and remaking the copy
+# under a run that uses it made that run's imports fail half-way. The lock above serialises them.
+if [[ -f "${dest}/.source" && "$(cat "${dest}/.source")" == "${cached}" ]]; then
+    log "ansible-core ${version}: ${dest} is up to date"
+else
+    lab_step "making ${dest}" "${logs}/core-${version}-dest.log" venv_copy "${cached}" "${dest}"
+    printf '%s\n' "${cached}" >"${dest}/.source"
+fi
