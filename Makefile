@@ -91,10 +91,10 @@ matrix: venv
 # The oldest supported ansible-core (the first of tests/matrix/cores.txt, meta/runtime.yml's floor).
 OLDEST_CORE = $(shell grep -vE '^[[:space:]]*(\#|$$)' tests/matrix/cores.txt | head -1)
 
-# The upstream CRDs the tests validate against (tests/upstream_crds.sh: LAB_CRDS_DIR, else the
+# The upstream CRDs the tests validate against (tests/upstream_crds.py: LAB_CRDS_DIR, else the
 # shared schemas beside the checkout; empty without them). The lab's own runs (make lab, site,
 # plan) take LAB_CRDS_DIR alone and otherwise install the lab's permissive CRDs (lab/crds/).
-TEST_CRDS = $(shell tests/upstream_crds.sh)
+TEST_CRDS = $(shell python3 tests/upstream_crds.py)
 
 controlplane-test: tools controlplane
 	LAB_CRDS_DIR="$(TEST_CRDS)" pytest tests/controlplane

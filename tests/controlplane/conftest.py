@@ -20,7 +20,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 # role_runner.py (a role run on localhost, shared with the unit tests) is one level up.
 sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
-from controlplane_support import CRDS, NODES, Cluster, checked_plan, private_cluster, upstream_crds_missing
+from controlplane_support import NODES, Cluster, checked_plan, private_cluster
+from upstream_crds import require
 
 
 @pytest.fixture(scope="session")
@@ -31,9 +32,7 @@ def cluster(tmp_path_factory) -> Cluster:
 
 @pytest.fixture(scope="session")
 def crds() -> Path:
-    if not CRDS.is_dir():
-        upstream_crds_missing("this test")
-    return CRDS
+    return require("this test")
 
 
 @pytest.fixture(scope="session")

@@ -13,12 +13,11 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional
 
 import pytest
+from upstream_crds import UPSTREAM_CRDS  # tests/ (conftest.py puts it on sys.path)
 
 REPO = Path(__file__).resolve().parents[2]
-# The upstream CRDs: LAB_CRDS_DIR, else the shared schemas beside the checkout. Without them the
-# clusters get the lab's permissive stand-ins (lab/crds/permissive.py), and the tests that need the
-# schemas themselves skip (fail under CI=true: upstream_crds_missing).
-CRDS = Path(os.environ.get("LAB_CRDS_DIR") or REPO.parent / "shared" / "crds")
+sys.path.insert(1, str(REPO / "tests"))
+
 _PERMISSIVE: List[Path] = []
 _COLLECTIONS = REPO / ".collections"
 if str(_COLLECTIONS) not in sys.path:
@@ -27,18 +26,12 @@ if str(_COLLECTIONS) not in sys.path:
 NODES = {"gpu-node-01": "dgx-h200-8x8@1", "gpu-node-02": "dgx-h200-8x8@2"}
 
 
-def upstream_crds_missing(what: str) -> None:
-    """Skip a test that needs the upstream CRD schemas; under CI=true fail instead (CI has them)."""
-    message = f"{what} needs the upstream CRDs, which are not in {CRDS} (set LAB_CRDS_DIR, see docs/lab.md)"
-    if os.environ.get("CI") == "true":
-        pytest.fail(message)
-    pytest.skip(message)
-
-
 def crds_dir() -> Path:
-    """The CRDs the clusters and the roles get: the upstream ones, else the permissive stand-ins."""
-    if CRDS.is_dir():
-        return CRDS
+    """The CRDs the clusters and the roles get: the upstream ones (tests/upstream_crds.py), else the
+    lab's permissive stand-ins (lab/crds/permissive.py); a test that needs the schemas themselves
+    takes the `crds` fixture (upstream_crds.require)."""
+    if UPSTREAM_CRDS.is_dir():
+        return UPSTREAM_CRDS
     if not _PERMISSIVE:
         out = Path(tempfile.mkdtemp(prefix="gpufabric-crds-permissive."))
         subprocess.run(

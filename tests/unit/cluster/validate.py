@@ -12,16 +12,16 @@ objects are applied.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any, Dict, Tuple
 
 import jsonschema
 import yaml
 from kubernetes_support import validate_core
+from upstream_crds import UPSTREAM_CRDS
 
 REPO = Path(__file__).resolve().parents[3]
-CRDS_DIR = Path(os.environ.get("LAB_CRDS_DIR") or REPO.parent / "shared" / "crds")
+CRDS_DIR = UPSTREAM_CRDS
 YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
