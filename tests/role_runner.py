@@ -35,21 +35,25 @@ ROLE_PLAYBOOK = """
 """
 
 
-def ansible_playbook(tmp: Path, *args: str) -> subprocess.CompletedProcess:
+def ansible_playbook(
+    tmp: Path, *args: str, env: Optional[Dict[str, str]] = None, cwd: Path = REPO, timeout: int = 300
+) -> subprocess.CompletedProcess:
     """ansible-playbook ARGS from the checkout, as a user runs it (the checkout's ansible.cfg, no
-    colour), with its temporary files in `tmp` and a short TMPDIR of its own; output captured."""
+    colour), with its temporary files in `tmp`, a short TMPDIR of its own and `env` on top;
+    output captured."""
     (tmp / "ansible-tmp").mkdir(parents=True, exist_ok=True)
     run_tmp = short_tmpdir()
-    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1", TMPDIR=str(run_tmp))
-    env["ANSIBLE_LOCAL_TEMP"] = str(tmp / "ansible-tmp")
+    run_env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1", TMPDIR=str(run_tmp))
+    run_env["ANSIBLE_LOCAL_TEMP"] = str(tmp / "ansible-tmp")
+    run_env.update(env or {})
     try:
         return subprocess.run(
             [str(Path(sys.executable).parent / "ansible-playbook"), *args],
-            cwd=REPO,
-            env=env,
+            cwd=cwd,
+            env=run_env,
             capture_output=True,
             text=True,
-            timeout=300,
+            timeout=timeout,
             check=False,
         )
     finally:
@@ -66,43 +70,21 @@ def run_role_playbook(
     tmp.mkdir(parents=True, exist_ok=True)
     (tmp / "vars.json").write_text(json.dumps(variables, default=str))
     (tmp / "play.yml").write_text(ROLE_PLAYBOOK.format(role=role))
-    (tmp / "ansible-tmp").mkdir(exist_ok=True)
-    run_tmp = short_tmpdir()
-    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
-    env.update(
-        ANSIBLE_COLLECTIONS_PATH=str(REPO / ".collections"),
-        ANSIBLE_LOCAL_TEMP=str(tmp / "ansible-tmp"),
-        TMPDIR=str(run_tmp),
-        HELM_CACHE_HOME=str(tmp / "helm" / "cache"),
-        HELM_CONFIG_HOME=str(tmp / "helm" / "config"),
-        HELM_DATA_HOME=str(tmp / "helm" / "data"),
-    )
+    env = {
+        "ANSIBLE_COLLECTIONS_PATH": str(REPO / ".collections"),
+        "HELM_CACHE_HOME": str(tmp / "helm" / "cache"),
+        "HELM_CONFIG_HOME": str(tmp / "helm" / "config"),
+        "HELM_DATA_HOME": str(tmp / "helm" / "data"),
+    }
     if log:
         env.update(
             ANSIBLE_CALLBACK_PLUGINS=str(REPO / "tests" / "callbacks"),
             ANSIBLE_CALLBACKS_ENABLED="gpufabric_changes",
             GPUFABRIC_CHANGES_LOG=str(log),
         )
-    try:
-        done = subprocess.run(
-            [
-                str(Path(sys.executable).parent / "ansible-playbook"),
-                "-i",
-                "localhost,",
-                "-e",
-                f"ansible_python_interpreter={sys.executable}",
-                str(tmp / "play.yml"),
-                *extra,
-            ],
-            cwd=str(tmp),
-            capture_output=True,
-            text=True,
-            env=env,
-            check=False,
-            timeout=600,
-        )
-    finally:
-        shutil.rmtree(run_tmp, ignore_errors=True)
+    python = f"ansible_python_interpreter={sys.executable}"
+    args = ("-i", "localhost,", "-e", python, str(tmp / "play.yml"), *extra)
+    done = ansible_playbook(tmp, *args, env=env, cwd=tmp, timeout=600)
     recap = re.search(r"^localhost\s+:\s+ok=\d+\s+changed=(\d+)", done.stdout, re.M)
     return {
         "rc": done.returncode,

@@ -10,16 +10,14 @@ deleted; the other inventory's objects, and an object nobody labelled, stay; a r
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
 from controlplane_support import REPO, wait_until
-from role_runner import short_tmpdir
+from role_runner import ansible_playbook
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import k8s_publish as _k8s_publish
 
@@ -59,24 +57,8 @@ def publish(tmp: Path, kubeconfig: Path, instance: str, names: List[str]) -> Dic
     }
     (tmp / "vars.json").write_text(json.dumps(variables))
     (tmp / "play.yml").write_text(PLAY)
-    (tmp / "ansible-tmp").mkdir()
-    env = dict(
-        os.environ,
-        ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
-        ANSIBLE_COLLECTIONS_PATH=str(REPO / ".collections"),
-        ANSIBLE_LOCAL_TEMP=str(tmp / "ansible-tmp"),
-        TMPDIR=str(short_tmpdir()),  # short: ansible-core 2.21's RPC socket lives under it
-        ANSIBLE_NOCOLOR="1",
-    )
-    done = subprocess.run(
-        [str(Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,", str(tmp / "play.yml")],
-        cwd=str(tmp),
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-        timeout=600,
-    )
+    env = {"ANSIBLE_COLLECTIONS_PATH": str(REPO / ".collections")}
+    done = ansible_playbook(tmp, "-i", "localhost,", str(tmp / "play.yml"), env=env, cwd=tmp, timeout=600)
     recap = re.search(r"^localhost\s+:\s+ok=\d+\s+changed=(\d+)", done.stdout, re.M)
     return {
         "rc": done.returncode,
