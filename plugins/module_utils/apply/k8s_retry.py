@@ -97,10 +97,12 @@ def transient(result: Mapping[str, Any]) -> bool:
     """Whether a failed kubernetes.core task result is a transient answer worth another try."""
     if not isinstance(result, Mapping) or not result.get("failed"):
         return False
+    text = str(result.get("msg") or "") + " " + str(result.get("reason") or "")
+    if "FieldManagerConflict" in text or "Apply failed with" in text:
+        return False  # another field manager holds a field: a retry gets the same answer
     status = result.get("status")
     if isinstance(status, int):
         return status in RETRIED_STATUS
-    text = str(result.get("msg") or "") + " " + str(result.get("reason") or "")
     match = _STATUS_RE.search(text)
     if match:
         code = int(next(g for g in match.groups() if g))

@@ -322,6 +322,8 @@ def plan(
         "nccl_version": first["nccl_version"],
         "k8s_mode": values.get("gpufabric_k8s_mode"),
         "instance": instance,
+        # What a field another manager holds does when the roles apply (apply.k8s_apply_outcome).
+        "field_conflicts": values.get("gpufabric_field_conflicts") or "fail",
         "nodes": {
             host: {
                 "k8s_node_name": r["k8s_node_name"],
