@@ -278,6 +278,15 @@ def gpudirect_rules(values: Mapping[str, Any], problems: Problems) -> None:
         problems.append(
             f"gpudirect_rdma_memlock: {show(memlock)} is not allowed; allowed: unlimited, a size in KiB, or ''"
         )
+    # Written into limits.d and systemd unit paths as root: names only, no spaces, no newlines.
+    for index, who in enumerate(values.get("gpudirect_rdma_memlock_principals") or []):
+        if not re.fullmatch(r"\*|@?[a-z_][a-z0-9_.-]{0,31}", str(who)):
+            problems.append(
+                f"gpudirect_rdma_memlock_principals[{index}]: {show(who)} is not a user, @group or * of limits.conf"
+            )
+    for index, unit in enumerate(values.get("gpudirect_rdma_memlock_units") or []):
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9:_.@-]{0,200}\.service", str(unit)):
+            problems.append(f"gpudirect_rdma_memlock_units[{index}]: {show(unit)} is not a systemd service name")
     cuda = values.get("gpudirect_storage_cuda_version")
     if "gpudirect_storage_cuda_version" in values and not re.fullmatch(r"^[0-9]{1,3}\.[0-9]{1,3}$", str(cuda)):
         problems.append(f"gpudirect_storage_cuda_version: {show(cuda)} is not a CUDA release like 13.0")

@@ -244,6 +244,13 @@ def gpudirect_section(
         "gpu_archs": decision["gpu_archs"],
         "mofed": mofed,
         "memlock": str(values.get("gpudirect_rdma_memlock") or ""),
+        # The services whose running process must have that limit (the container runtimes): the
+        # validate role reads their effective limit back.
+        "memlock_units": (
+            list(values.get("gpudirect_rdma_memlock_units") or [])
+            if values.get("gpudirect_rdma_memlock") and values.get("gpudirect_rdma_memlock_systemd", True)
+            else []
+        ),
         "decision": decision,
     }
 

@@ -18,7 +18,9 @@ holds what the validate role read on the node with the collection's read-only mo
 * ``topology``: ``topology_facts`` read now (ACS redirect warnings, IOMMU groups);
 * ``gpudirect``: ``gpudirect_facts`` read now (loaded modules, the DMA-BUF decision);
 * ``nccl_conf``, ``cufile_json``, ``cmdline``: the text of ``/etc/nccl.conf``, ``cufile.json``
-  and ``/proc/cmdline``, or None when the file could not be read.
+  and ``/proc/cmdline``, or None when the file could not be read;
+* ``services``: the ``services`` that ``service_limits`` read for the planned
+  ``gpudirect_rdma.memlock_units`` (the container runtimes), or None when it could not read them.
 
 A part of ``live`` that is absent (not read: the role's section is off) gives no check; a part
 that was read and failed gives a failing check that says why. Pure; no Ansible imports.
@@ -30,6 +32,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import cufile as _cufile
 from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import qos_engine as _qos_engine
+from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import limits as _limits
 from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers.topology import ACS_REDIRECT_MASK
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import nccl as _nccl
 from ansible_collections.gpufabric.rollout.plugins.module_utils.proof.gates import _check
@@ -309,6 +312,29 @@ def cufile_checks(node: str, plan: Mapping[str, Any], text: Optional[str]) -> Li
 _MISSING = object()
 
 
+def memlock_checks(node: str, plan: Mapping[str, Any], services: Optional[List[Mapping[str, Any]]]) -> List[Check]:
+    """The locked-memory limit each running planned service (a container runtime) really has: a limit
+    written into its unit reaches its process, and the containers it starts, only after a restart."""
+    rdma = plan.get("gpudirect_rdma") or {}
+    planned = str(rdma.get("memlock") or "")
+    units = list(rdma.get("memlock_units") or [])
+    if not planned or not units:
+        return []
+    name = "locked-memory limit of the running process"
+    if services is None:
+        return [_host(node, ", ".join(units), name, "not read", planned, False, "the services could not be read")]
+    out = []
+    for service in services:
+        if not service.get("active") or service.get("memlock") is None:
+            continue  # not installed or not running: no process has a limit to check
+        soft = service["memlock"]["soft"]
+        expected = planned if planned == "unlimited" else f"{planned} KiB"
+        passed = _limits.at_least(soft, planned)
+        detail = "" if passed else f"restart {service['unit']} (drained) so that its process gets the limit of its unit"
+        out.append(_host(node, service["unit"], name, _limits.shown(soft), expected, passed, detail))
+    return out
+
+
 # --------------------------------------------------------------------------------------------- all
 def checks(node: str, plan: Mapping[str, Any], live: Mapping[str, Any]) -> List[Check]:
     """Every read-back check of one node (see the module docstring for ``live``)."""
@@ -325,4 +351,6 @@ def checks(node: str, plan: Mapping[str, Any], live: Mapping[str, Any]) -> List[
         out += nccl_conf_checks(node, plan, live["nccl_conf"])
     if "cufile_json" in live:
         out += cufile_checks(node, plan, live["cufile_json"])
+    if "services" in live:
+        out += memlock_checks(node, plan, live["services"])
     return out

@@ -325,3 +325,32 @@ def test_the_filter_joins_every_part_and_the_report_takes_the_checks(plan):
     found, _series, _g = spec.evaluate(params)
     assert [c["id"] for c in found] == [c["id"] for c in checks]
     assert len({c["id"] for c in checks}) == len(checks), "check ids must be unique"
+
+
+# ------------------------------------------------------------------------------------ locked memory
+def runtime(unit, soft, active=True):
+    memlock = None if soft is None else {"soft": soft, "hard": soft}
+    return {"unit": unit, "installed": True, "active": active, "main_pid": 7 if active else 0, "memlock": memlock}
+
+
+def test_the_plan_names_the_container_runtimes_and_only_those_get_the_limit(plan):
+    assert plan["gpudirect_rdma"]["memlock"] == "unlimited"
+    assert plan["gpudirect_rdma"]["memlock_units"] == ["containerd.service", "crio.service"]
+    assert node_plan(gpudirect_rdma_memlock="")["gpudirect_rdma"]["memlock_units"] == []
+    assert node_plan(gpudirect_rdma_memlock_systemd=False)["gpudirect_rdma"]["memlock_units"] == []
+
+
+def test_a_runtime_still_running_with_its_old_limit_fails_naming_it_and_what_to_do(plan):
+    old = _readback.memlock_checks(NODE, plan, [runtime("containerd.service", 8388608)])
+    assert [(c["subject"], c["measured"], c["expected"]) for c in failed(old)] == [
+        ("containerd.service", "8192 KiB", "unlimited")
+    ]
+    assert "restart containerd.service" in failed(old)[0]["detail"]
+    ok = _readback.memlock_checks(
+        NODE, plan, [runtime("containerd.service", "unlimited"), runtime("crio.service", None, False)]
+    )
+    assert [(c["subject"], c["passed"]) for c in ok] == [("containerd.service", True)]
+    sized = node_plan(gpudirect_rdma_memlock="8192")
+    assert not failed(_readback.memlock_checks(NODE, sized, [runtime("containerd.service", 8388608)]))
+    unread = _readback.memlock_checks(NODE, plan, None)
+    assert len(failed(unread)) == 1 and unread[0]["measured"] == "not read"
