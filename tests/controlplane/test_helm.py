@@ -7,7 +7,7 @@ import os
 import subprocess
 
 import pytest
-from controlplane_support import REPO
+from controlplane_support import REPO, wait_until
 from kubernetes import client
 
 CHART = REPO / "lab" / "charts" / "gpufabric-demo"
@@ -59,8 +59,18 @@ def test_install_upgrade_rollback_with_wait(cluster, helm):
         "--timeout",
         "90s",
     )
-    dep = apps.read_namespaced_deployment("demo", ns)
-    assert (dep.spec.replicas, dep.status.ready_replicas) == (3, 3)
+    # helm's --wait returns once 3 replicas are ready; under load the rollout's surge Pod may still be
+    # counted for a moment (ready 4 of 3), so the settled state is awaited, bounded.
+    wait_until(
+        lambda: (
+            (lambda d: (d.spec.replicas, d.status.ready_replicas, d.status.replicas))(
+                apps.read_namespaced_deployment("demo", ns)
+            )
+            == (3, 3, 3)
+        ),
+        "the upgraded Deployment settled at 3 ready replicas",
+        timeout=60,
+    )
     assert client.CoreV1Api(cluster.api()).read_namespaced_config_map("demo-config", ns).data == {"greeting": "hi"}
 
     helm("rollback", "demo", "1", "-n", ns, "--wait", "--timeout", "90s")
