@@ -25,6 +25,39 @@ def api_cluster(tmp_path_factory):
 
 
 @pytest.mark.slow
+def test_api_discovery_answers_503_as_the_run_begins(api_cluster, tmp_path, fault_row):
+    """The API server answers 503 to its first two discovery requests (GET /apis, as while it or an
+    aggregated API restarts): kubernetes.core lets that error out of the module as an exception,
+    which the publish must retry like any 503. The run converges, every object right, the
+    bystanders untouched."""
+    ns = "fault-api-discovery"
+    kept = bystanders(api_cluster, ns)
+    before = contents(api_cluster, ns)
+    planned = configmaps(ns, "pool-a", {f"a-rail-{i:02d}": f"a{i}" for i in range(15)})
+    refused = []
+
+    def first_discoveries(method: str, path: str) -> bool:
+        if method == "GET" and path.split("?")[0] == "/apis" and len(refused) < 2:
+            refused.append(path)
+            return True
+        return False
+
+    with FaultProxy(api_cluster.admin, tmp_path / "proxy", refuse=first_discoveries) as proxy:
+        first = publish(tmp_path / "run1", proxy.kubeconfig, ns, "pool-a", planned)
+    final = contents(api_cluster, ns)
+
+    wrong = mismatches(final, planned, kept)
+    fault_row.runs = 1
+    fault_row.objects_lost = lost(before, final)
+    fault_row.survived = first["rc"] == 0 and not wrong
+    assert len(proxy.refused) == 2, proxy.refused
+    assert first["rc"] == 0, first["out"]
+    assert first["retries"] >= 2, f"the refused discoveries were not retried: {first['retries']} retries"
+    assert wrong == [], wrong
+    fault_row.check()
+
+
+@pytest.mark.slow
 def test_api_server_restarted_in_the_middle_of_the_cluster_layer(api_cluster, tmp_path, fault_row):
     """The control plane (kube-apiserver with it) is stopped and started again with lab/kube.sh while a
     publish of 40 objects is under way (a proxy that delays each request 80 ms, standing in as the
