@@ -62,9 +62,8 @@ def publish(
     tmp: Path, kubeconfig: Path, namespace: str, instance: str, objects: List[Dict[str, Any]]
 ) -> Dict[str, Any]:
     """One ansible-playbook run of k8s_publish's apply (with pruning in `namespace`): rc, its
-    output, the changed count, its wall time, how often a task was retried, and its failed results
-    as a user reads them: the loop item's label, then the message (not the item itself, which may
-    hold every object)."""
+    output, the changed count, its wall time and its failed results as a user reads them: the
+    loop item's label, then the message (not the item itself, which may hold every object)."""
     tmp.mkdir(parents=True)
     variables = {
         "gpufabric_kubeconfig": str(kubeconfig),
@@ -98,7 +97,6 @@ def publish(
         "changed": int(recap.group(1)) if recap else -1,
         "elapsed": elapsed,
         "failures": failures,
-        "retries": done.stdout.count("FAILED - RETRYING"),
     }
 
 
