@@ -117,6 +117,12 @@ def test_the_access_check_retries_its_reviews():
         ({"failed": True, "status": 422, "msg": "Unprocessable Entity"}, False),
         ({"failed": True, "msg": "Failed to patch object: (403)\nReason: Forbidden"}, False),
         ({"changed": False}, False),
+        # A module that raised (kubernetes.core on an API error of its discovery): ansible-core 2.19+
+        # give `until` no message, older cores the traceback in module_stderr.
+        ({"failed": True, "exception": "(traceback unavailable)"}, True),
+        ({"failed": True, "msg": "MODULE FAILURE", "module_stderr": "ServiceException: (503)\nReason: x"}, True),
+        ({"failed": True, "msg": "MODULE FAILURE", "module_stderr": "ApiException: (403)\nReason: Forbidden"}, False),
+        ({"failed": True, "exception": "Traceback", "msg": "Failed to apply object: (422)\nReason: Invalid"}, False),
     ],
 )
 def test_a_failed_kubernetes_core_result_is_read_the_same_way(result, retry):

@@ -94,15 +94,23 @@ def call(
 
 
 def transient(result: Mapping[str, Any]) -> bool:
-    """Whether a failed kubernetes.core task result is a transient answer worth another try."""
+    """Whether a failed kubernetes.core task result is a transient answer worth another try.
+
+    kubernetes.core lets an API error of its discovery (a 503, a connection refused while the API
+    server restarts) out of the module as an exception. ansible-core 2.19 and later then hand
+    ``until`` a result with no message at all (the exception's text is added once the retries are
+    over): such a result is retried, since the retries are bounded and a cause that stays still
+    fails the task, with its message. Older cores give the traceback in ``module_stderr``."""
     if not isinstance(result, Mapping) or not result.get("failed"):
         return False
-    text = str(result.get("msg") or "") + " " + str(result.get("reason") or "")
+    text = " ".join(str(result.get(key) or "") for key in ("msg", "reason", "module_stderr"))
     if "FieldManagerConflict" in text or "Apply failed with" in text:
         return False  # another field manager holds a field: a retry gets the same answer
     status = result.get("status")
     if isinstance(status, int):
         return status in RETRIED_STATUS
+    if result.get("exception") and not result.get("msg"):
+        return True
     match = _STATUS_RE.search(text)
     if match:
         code = int(next(g for g in match.groups() if g))
