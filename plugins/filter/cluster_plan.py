@@ -12,7 +12,7 @@ from ansible_collections.gpufabric.rollout.plugins.plugin_utils._lazy import mod
 _cluster_objects = module_utils("plan.network_objects")
 _cluster_report = module_utils("proof.cluster_report")
 _k8s_access = module_utils("apply.k8s_access")
-_k8s_outcome = module_utils("apply.k8s_apply_outcome")
+_k8s_retry = module_utils("apply.k8s_retry")
 _k8s_publish = module_utils("apply.k8s_publish")
 
 
@@ -57,22 +57,9 @@ def k8s_prune_rules(kinds):
 
 
 def k8s_transient(result):
-    """Whether a kubernetes.core result holds a transient API answer (429, 5xx, 409, connection) to retry:
-    a failed result, or an object of a continue_on_error apply; never a field-manager conflict."""
-    return _k8s_outcome.transient(result or {})
-
-
-@filter_errors("apply.k8s_apply_outcome.OutcomeError")
-def k8s_apply_conflicts(registered):
-    """[{ref, definition, held, text}] for each object a looped apply left for a field-manager conflict."""
-    return _k8s_outcome.conflicts(registered or {})
-
-
-@filter_errors("apply.k8s_apply_outcome.OutcomeError")
-def k8s_apply_failures(registered, mode, component):
-    """The failure message for what a looped apply left unapplied ('' when nothing), conflicts per `mode`."""
-    lines = _k8s_outcome.failures(registered or {}, mode)
-    return _k8s_outcome.failure_message(lines, component, mode) if lines else ""
+    """Whether a failed kubernetes.core result is a transient API answer (429, 5xx, 409, connection) to retry;
+    never a field-manager conflict of a server-side apply."""
+    return _k8s_retry.transient(result or {})
 
 
 def k8s_claims_in_use(pods, claims):
@@ -94,8 +81,6 @@ class FilterModule:
             k8s_owner_selector,
             k8s_stale,
             k8s_transient,
-            k8s_apply_conflicts,
-            k8s_apply_failures,
             k8s_prune_queries,
             k8s_prune_rules,
             k8s_claims_in_use,

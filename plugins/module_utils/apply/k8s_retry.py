@@ -44,8 +44,17 @@ def status_of(exc: BaseException) -> Optional[int]:
     return None
 
 
+def field_conflict(exc: BaseException) -> bool:
+    """A server-side apply refused because another field manager holds a field: a retry gets the same answer."""
+    body = getattr(exc, "body", None) or ""
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body or exc)
+    return "FieldManagerConflict" in text or "Apply failed with" in text
+
+
 def retryable(exc: BaseException) -> bool:
     status = status_of(exc)
+    if status == 409 and field_conflict(exc):
+        return False
     if status is not None:
         return status in RETRIED_STATUS
     return bool(_CONNECTION_RE.search(str(exc)))

@@ -1,0 +1,148 @@
+#!/usr/bin/python
+# Copyright: (c) 2026, gpufabric.rollout contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: k8s_apply
+short_description: Server-side apply of objects one by one, each request retried within a bound, conflicts named
+version_added: 0.1.0
+description:
+  - Applies each object of O(objects) with server-side apply (field manager O(field_manager)), in order, with one
+    API client. An object the API server does not take does not stop the others; the module then fails naming each
+    object that was not applied and why.
+  - Every request is retried on HTTP 429, 5xx, an optimistic-lock 409 and a lost connection, with exponential
+    backoff (honouring Retry-After), for at most O(retry_timeout) seconds; then the object is named in the failure.
+  - Conflicts are not forced. A field that another field manager (a C(kubectl edit), another tool or controller)
+    holds with another value is named with that manager. With O(conflicts=fail) the object is left as it is and
+    the module fails; with O(conflicts=take) the object is applied again with force and the module names whose
+    fields it took.
+  - An object is reported changed when its content (without status and what the API server stamps) differs after
+    the apply. In check mode every apply is a dry run on the API server.
+  - Needs the C(kubernetes) Python library on the controller, as C(kubernetes.core) does.
+options:
+  objects:
+    description: The objects, each with apiVersion, kind and metadata.name (and metadata.namespace when namespaced).
+    type: list
+    elements: dict
+    required: true
+  field_manager:
+    description: The field manager the objects are applied as.
+    type: str
+    required: true
+  conflicts:
+    description: What a field that another field manager holds does (C(gpufabric_field_conflicts)).
+    type: str
+    choices: [fail, take]
+    default: fail
+  component:
+    description: What the objects are, for messages.
+    type: str
+    default: objects
+  retry_timeout:
+    description: Seconds one request is retried in all on transient answers.
+    type: float
+    default: 60
+extends_documentation_fragment:
+  - kubernetes.core.k8s_auth_options
+attributes:
+  check_mode:
+    description: Every apply is a dry run on the API server (dryRun=All); what would change is reported.
+    support: full
+  diff_mode:
+    description: Each changed object before and after (without status and server-stamped metadata).
+    support: full
+  platform:
+    platforms: posix
+    support: full
+    description: The controller (any host with the C(kubernetes) library that reaches the API server).
+author:
+  - gpufabric.rollout contributors (@gpufabric)
+"""
+
+EXAMPLES = r"""
+- name: Apply the rail networks
+  gpufabric.rollout.k8s_apply:
+    kubeconfig: "{{ gpufabric_kubeconfig }}"
+    objects: "{{ gpufabric_plan.network.objects.rdma_networks }}"
+    field_manager: gpufabric-rollout
+  delegate_to: localhost
+"""
+
+RETURN = r"""
+applied:
+  description: The objects (Kind/namespace/name) that changed (in check mode, would change).
+  returned: always
+  type: list
+  elements: str
+unchanged:
+  description: How many objects were already as given.
+  returned: always
+  type: int
+taken:
+  description: With O(conflicts=take), one line per object whose fields were taken from another manager.
+  returned: always
+  type: list
+  elements: str
+conflicts:
+  description: Each object refused for a field-manager conflict, with the fields and the managers that hold them.
+  returned: always
+  type: list
+  elements: dict
+"""
+
+import copy
+
+from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import k8s_apply_outcome as _outcome
+from ansible_collections.kubernetes.core.plugins.module_utils.ansiblemodule import AnsibleModule
+from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
+from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
+from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
+
+
+def main():
+    spec = copy.deepcopy(AUTH_ARG_SPEC)
+    spec.update(
+        objects=dict(type="list", elements="dict", required=True),
+        field_manager=dict(type="str", required=True),
+        conflicts=dict(type="str", choices=list(_outcome.MODES), default="fail"),
+        component=dict(type="str", default="objects"),
+        retry_timeout=dict(type="float", default=60),
+    )
+    module = AnsibleK8SModule(module_class=AnsibleModule, argument_spec=spec, supports_check_mode=True)
+    p = module.params
+    result = dict(changed=False, applied=[], unchanged=0, taken=[], conflicts=[])
+    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
+
+    try:
+        client = get_api_client(module=module).client
+        results = _outcome.apply_all(
+            client, p["objects"], p["field_manager"], p["conflicts"], module.check_mode, p["retry_timeout"]
+        )
+    except _outcome.ApplyError as exc:
+        module.fail_json(msg=str(exc), **result)
+    except CoreException as exc:
+        module.fail_json(msg=f"could not reach the API server: {exc}", **result)
+    changed = [r for r in results if r["changed"]]
+    result.update(
+        changed=bool(changed),
+        applied=[r["ref"] for r in changed],
+        unchanged=sum(1 for r in results if not r["changed"] and not r["error"] and not r["conflict"]),
+        taken=_outcome.taken_message(results),
+        conflicts=[{"object": r["ref"], "held": r["conflict"]} for r in results if r["conflict"]],
+    )
+    if module._diff and changed:
+        result["diff"] = [
+            {"before_header": r["ref"], "after_header": r["ref"], "before": r["before"] or {}, "after": r["after"]}
+            for r in changed
+        ]
+    for line in result["taken"]:
+        module.warn(line)
+    failure = _outcome.failure_message(results, p["component"])
+    if failure:
+        module.fail_json(msg=failure, **result)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
