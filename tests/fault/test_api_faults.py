@@ -14,14 +14,96 @@ import threading
 import time
 
 import pytest
+import yaml
 from api_publish import bare_cluster, bystanders, configmaps, contents, lost, mismatches, publish
+from controlplane_support import REPO
 from fault_proxy import FaultProxy
+
+
+def retry_bound() -> float:
+    """The longest one k8s_publish task retries a transient answer (its retries x delay), in seconds."""
+
+    def walk(tasks):
+        for task in tasks or []:
+            yield task
+            for key in ("block", "rescue", "always"):
+                yield from walk(task.get(key))
+
+    tasks = yaml.safe_load((REPO / "roles" / "k8s_publish" / "tasks" / "apply.yml").read_text())
+    return max(int(t.get("retries", 0)) * int(t.get("delay", 0)) for t in walk(tasks))
 
 
 @pytest.fixture(scope="module")
 def api_cluster(tmp_path_factory):
     with bare_cluster(tmp_path_factory.mktemp("fault-api") / "kube") as c:
         yield c
+
+
+@pytest.mark.slow
+def test_api_answers_429_500_409_to_a_share_of_requests(api_cluster, tmp_path, fault_row):
+    """A publish with pruning through an API server that answers 429 (Retry-After: 1), 500 or 409 to a
+    seeded 30 % of requests converges: every planned object right, the object pool-a no longer plans
+    pruned, the neighbour's and the unlabelled object untouched, and a rerun changes nothing."""
+    ns = "fault-api-share"
+    kept = bystanders(api_cluster, ns)
+    # What an earlier run of pool-a made and this plan drops: the faulty run must prune it.
+    api_cluster.apply(configmaps(ns, "pool-a", {"a-dropped": "old"}))
+    before = contents(api_cluster, ns)
+    planned = configmaps(ns, "pool-a", {f"a-rail-{i:02d}": f"a{i}" for i in range(15)})
+
+    with FaultProxy(api_cluster.admin, tmp_path / "proxy", share=0.3, codes=(429, 500, 409), seed=36) as proxy:
+        first = publish(tmp_path / "run1", proxy.kubeconfig, ns, "pool-a", planned)
+        injected = dict(proxy.injected)
+        after = contents(api_cluster, ns)
+        second = publish(tmp_path / "run2", proxy.kubeconfig, ns, "pool-a", planned)
+    final = contents(api_cluster, ns)
+
+    fault_row.runs = 2
+    fault_row.objects_lost = lost(before, after, ["a-dropped"]) + lost(after, final)
+    wrong = mismatches(final, planned, kept)
+    fault_row.survived = first["rc"] == 0 and second["rc"] == 0 and second["changed"] == 0 and not wrong
+    assert all(injected.get(code, 0) > 0 for code in (429, 500, 409)), f"the proxy injected {injected}"
+    assert first["rc"] == 0, first["out"]
+    assert "a-dropped" not in after, "the object pool-a no longer plans was not pruned"
+    assert wrong == [], wrong
+    assert second["rc"] == 0 and second["changed"] == 0, second["out"]
+    fault_row.check()
+
+
+@pytest.mark.slow
+def test_api_keeps_failing_for_one_object(api_cluster, tmp_path, fault_row):
+    """An API server that answers 503 to every request for one object: the run fails within the
+    bounded retry time, its message names the object, nothing is lost (the object keeps its earlier
+    data, the others are there, the bystanders untouched), and a rerun without the fault converges."""
+    ns = "fault-api-refuse"
+    kept = bystanders(api_cluster, ns)
+    v1 = configmaps(ns, "pool-a", {f"a-rail-{i:02d}": f"v1-{i}" for i in range(15)})
+    v2 = configmaps(ns, "pool-a", {f"a-rail-{i:02d}": f"v2-{i}" for i in range(15)})
+    earlier = publish(tmp_path / "run1", api_cluster.admin, ns, "pool-a", v1)
+    assert earlier["rc"] == 0, earlier["out"]
+    before = contents(api_cluster, ns)
+
+    target = f"/namespaces/{ns}/configmaps/a-rail-07"
+    with FaultProxy(api_cluster.admin, tmp_path / "proxy", refuse=lambda method, path: target in path) as proxy:
+        failed = publish(tmp_path / "run2", proxy.kubeconfig, ns, "pool-a", v2)
+    during = contents(api_cluster, ns)
+    rerun = publish(tmp_path / "run3", api_cluster.admin, ns, "pool-a", v2)
+    final = contents(api_cluster, ns)
+
+    named = any("a-rail-07" in msg for msg in failed["failures"])
+    fault_row.runs = 3
+    fault_row.objects_lost = lost(before, during) + lost(before, final)
+    fault_row.survived = failed["rc"] != 0 and named and rerun["rc"] == 0 and not mismatches(final, v2, kept)
+    assert proxy.refused, "the proxy refused nothing: the fault missed the run"
+    assert failed["rc"] != 0, failed["out"]
+    bound = retry_bound() + 60  # the retries, plus the run's own time on a busy machine
+    assert failed["elapsed"] < bound, f"the failing run took {failed['elapsed']:.0f} s (bound {bound} s)"
+    assert named, f"the failure does not name a-rail-07: {failed['failures']}"
+    assert during["a-rail-07"]["data"] == {"x": "v1-7"}, during["a-rail-07"]
+    assert mismatches(during, [], kept) == []
+    assert rerun["rc"] == 0, rerun["out"]
+    assert mismatches(final, v2, kept) == []
+    fault_row.check()
 
 
 @pytest.mark.slow
