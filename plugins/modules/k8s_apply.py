@@ -94,6 +94,7 @@ conflicts:
 import copy
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import k8s_apply_outcome as _outcome
+from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import k8s_retry as _k8s_retry
 from ansible_collections.kubernetes.core.plugins.module_utils.ansiblemodule import AnsibleModule
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
@@ -115,13 +116,16 @@ def main():
     from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
 
     try:
-        client = get_api_client(module=module).client
+        # The client reads the API server's discovery when it is made: retried like every request.
+        client = _k8s_retry.call(
+            lambda: get_api_client(module=module).client, "the API server's discovery", p["retry_timeout"]
+        )
         results = _outcome.apply_all(
             client, p["objects"], p["field_manager"], p["conflicts"], module.check_mode, p["retry_timeout"]
         )
     except _outcome.ApplyError as exc:
         module.fail_json(msg=str(exc), **result)
-    except CoreException as exc:
+    except (CoreException, _k8s_retry.RetryError) as exc:
         module.fail_json(msg=f"could not reach the API server: {exc}", **result)
     changed = [r for r in results if r["changed"]]
     result.update(

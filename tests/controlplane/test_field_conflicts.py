@@ -87,7 +87,9 @@ def test_a_field_another_manager_holds_is_named_with_its_manager_then_taken_only
 
     taken = publish(tmp_path / "3", cluster.admin, "take", {"rail-0": "planned", "rail-1": "planned-2"})
     assert taken["rc"] == 0 and taken["changed"] > 0, taken["out"][-4000:]
-    assert '.data.x (held by field manager "kubectl-patch")' in " ".join(taken["out"].split())
+    assert 'ConfigMap/gpufabric-conflicts/rail-0: took .data.x from field manager "kubectl-patch"' in " ".join(
+        taken["out"].split()
+    )
     assert value(cluster, "rail-0") == "planned"
     again = publish(tmp_path / "4", cluster.admin, "fail", {"rail-0": "planned", "rail-1": "planned-2"})
     assert again["rc"] == 0 and again["changed"] == 0, again["out"][-4000:]
