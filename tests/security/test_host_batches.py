@@ -2,9 +2,10 @@
 in batches of gpufabric_batch_size and stops after a batch once more than
 gpufabric_max_fail_percentage of the nodes failed, naming the failed nodes and those not reached.
 
-The play's own keywords and its first and last tasks are taken from hosts.yml and run by
-ansible-playbook on local hosts, with the roles replaced by a task that writes the batch each node
-ran in and fails on chosen nodes (a reload that broke). A first play stands for the plan plays."""
+The play's own keywords, its first task, the block that configures a node (its rescue) and its last
+tasks, and the last play of hosts.yml, are taken from hosts.yml and run by ansible-playbook on local
+hosts, with the roles replaced by a task that writes the batch each node ran in and fails on chosen
+nodes (a reload that broke). A first play stands for the plan plays."""
 
 from __future__ import annotations
 
@@ -26,6 +27,12 @@ def configure_play():
     return next(p for p in plays if p.get("hosts") == "gpu_nodes")
 
 
+def last_play():
+    """hosts.yml's last play, which fails the nodes whose configuration failed (after the report)."""
+    plays = yaml.safe_load((REPO / "playbooks" / "hosts.yml").read_text())
+    return next(p for p in plays if p.get("name") == "Fail the GPU nodes whose configuration failed")
+
+
 def run(tmp: Path, batch_size, max_fail, failing):
     play = configure_play()
     log = tmp / "batches.log"
@@ -35,11 +42,12 @@ def run(tmp: Path, batch_size, max_fail, failing):
         "failed_when": "inventory_hostname in failing",
     }
     test_play = {key: play[key] for key in ("name", "hosts", "gather_facts", "order", "serial")}
-    test_play["tasks"] = [play["tasks"][0], window]
+    block = dict(next(t for t in play["tasks"] if "block" in t), block=[window])
+    test_play["tasks"] = [play["tasks"][0], block]
     test_play["post_tasks"] = play["post_tasks"][-2:]
     # hosts.yml plans first; the configure play's keywords see hostvars only after a play has run.
     plan = {"name": "Plan first", "hosts": "gpu_nodes", "gather_facts": False, "tasks": [{"ansible.builtin.ping": {}}]}
-    (tmp / "play.yml").write_text(yaml.safe_dump([plan, test_play], sort_keys=False))
+    (tmp / "play.yml").write_text(yaml.safe_dump([plan, test_play, last_play()], sort_keys=False))
     intent = {"gpufabric_batch_size": batch_size, "gpufabric_max_fail_percentage": max_fail}
     inventory = {
         "all": {
@@ -116,3 +124,27 @@ def test_the_run_stops_after_the_batch_that_crosses_the_failure_threshold(tmp_pa
         assert f"Not reached (unchanged by this run): {', '.join(not_reached)}." in said
     else:
         assert "Stopping after this batch" not in done.stdout
+
+
+@pytest.mark.parametrize(
+    "max_fail, ran, stopped",
+    [
+        # 1 of 10 failed, in a batch of its own: stops after it, naming it and the nodes not reached
+        (0, 3, True),
+        # 10 % is not more than 10 %: every batch runs, although one batch failed entirely
+        (10, 10, False),
+    ],
+)
+def test_a_batch_whose_every_node_failed_is_counted_like_any_other(tmp_path, max_fail, ran, stopped):
+    """Ansible itself ends a run once every node of a batch has failed (a batch of one, always),
+    before the stop could name the nodes not reached (and before the report): the configure play
+    records a node's failure instead, and the last play fails the node."""
+    done, batches = run(tmp_path, 1, max_fail, ["gpu-node-03"])
+    said = " ".join(done.stdout.split())
+    assert done.returncode != 0, "a failed node fails the run"
+    assert batches == [[n] for n in NODES[:ran]], done.stdout[-3000:]
+    assert "gpu-node-03 failed: Stand-in for the roles" in said, said[-3000:]
+    stop = "Stopping after this batch: 1 of 10 GPU node(s) failed or became unreachable (gpu-node-03)"
+    assert (stop in said) == stopped, said[-3000:]
+    if stopped:
+        assert f"Not reached (unchanged by this run): {', '.join(NODES[3:])}." in said
