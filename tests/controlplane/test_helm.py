@@ -59,18 +59,14 @@ def test_install_upgrade_rollback_with_wait(cluster, helm):
         "--timeout",
         "90s",
     )
+
     # helm's --wait returns once 3 replicas are ready; under load the rollout's surge Pod may still be
     # counted for a moment (ready 4 of 3), so the settled state is awaited, bounded.
-    wait_until(
-        lambda: (
-            (lambda d: (d.spec.replicas, d.status.ready_replicas, d.status.replicas))(
-                apps.read_namespaced_deployment("demo", ns)
-            )
-            == (3, 3, 3)
-        ),
-        "the upgraded Deployment settled at 3 ready replicas",
-        timeout=60,
-    )
+    def settled():
+        dep = apps.read_namespaced_deployment("demo", ns)
+        return (dep.spec.replicas, dep.status.ready_replicas, dep.status.replicas) == (3, 3, 3)
+
+    wait_until(settled, "the upgraded Deployment settled at 3 ready replicas", timeout=60)
     assert client.CoreV1Api(cluster.api()).read_namespaced_config_map("demo-config", ns).data == {"greeting": "hi"}
 
     helm("rollback", "demo", "1", "-n", ns, "--wait", "--timeout", "90s")

@@ -189,9 +189,9 @@ class DrainLab:
         )
         state: Dict[str, str] = {}
         for line in out.splitlines():
-            key, _, value = line.partition(" ")
+            key, _sep, value = line.partition(" ")
             if key == "pkg":
-                name, _, rest = value.partition("=")
+                name, _eq, rest = value.partition("=")
                 state[name] = rest
             elif key:
                 state[key] = value.strip()
