@@ -76,3 +76,59 @@ class CordonWatch:
 
     def both_cordoned(self) -> List[Tuple[float, Dict[str, bool]]]:
         return self._overlaps
+
+
+WORKLOAD = """
+apiVersion: v1
+kind: Namespace
+metadata: {name: fault-drain}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: neighbour, namespace: fault-drain}
+spec:
+  replicas: 4
+  selector: {matchLabels: {app: neighbour}}
+  template:
+    metadata: {labels: {app: neighbour}}
+    spec:
+      tolerations: [{key: kwok.x-k8s.io/node, operator: Exists}]
+      topologySpreadConstraints:
+        - {maxSkew: 1, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: DoNotSchedule,
+           labelSelector: {matchLabels: {app: neighbour}}}
+      containers: [{name: app, image: registry.invalid/neighbour:1}]
+"""
+
+
+def kubectl(lab: HostLab, *args: str, stdin: str = "") -> str:
+    return subprocess.run(
+        ["kubectl", "--kubeconfig", str(lab.kube_dir / "admin.kubeconfig"), *args],
+        input=stdin,
+        env=lab.env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+
+
+def neighbour_pods(lab: HostLab) -> Dict[str, str]:
+    """{Pod: Node} of the neighbour's Running Pods."""
+    out = kubectl(
+        lab,
+        "get",
+        "pods",
+        "-n",
+        "fault-drain",
+        "-o",
+        'jsonpath={range .items[*]}{.metadata.name} {.spec.nodeName} {.status.phase}{"\\n"}{end}',
+    )
+    rows = [line.split() for line in out.splitlines() if line.strip()]
+    return {r[0]: r[1] for r in rows if len(r) == 3 and r[2] == "Running"}
+
+
+def start_neighbour(lab: HostLab) -> Dict[str, str]:
+    """A neighbour's Deployment (4 Pods, spread over both Nodes), Running before the run."""
+    kubectl(lab, "apply", "-f", "-", stdin=WORKLOAD)
+    ok = wait_for(lambda: len(neighbour_pods(lab)) == 4 and set(neighbour_pods(lab).values()) == set(NODES), 60)
+    assert ok, f"the neighbour's Pods did not run on both Nodes: {neighbour_pods(lab)}"
+    return neighbour_pods(lab)

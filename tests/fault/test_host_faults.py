@@ -13,8 +13,8 @@ import threading
 from typing import Dict, List
 
 import pytest
-from cordon_watch import CordonWatch
-from host_lab import NODES, HostLab, Run, differences, node_fingerprint
+from cordon_watch import CordonWatch, neighbour_pods, start_neighbour
+from host_lab import NODES, HostLab, Run, differences, node_fingerprint, wait_for
 from qos_fault import ROCE_PLAN, drift_qos, inject_pfc_failure, nic_qos, remove_pfc_failure
 
 HOSTS = "playbooks/hosts.yml"
@@ -199,8 +199,11 @@ def test_reloads_on_both_nodes_never_drain_both_at_once(lab, fault_row):
     """With reloads allowed (the lab's doca_ofed_allow_reload) and a DOCA-OFED upgrade pending on
     both nodes (2.9.1 -> 2.9.2), the host layer with the default batch size drains them one at a
     time: the cordon timeline of the Nodes, watched from the API server during the run, shows each
-    Node cordoned once, never both together, and both end uncordoned, the new release loaded."""
+    Node cordoned once, never both together, and both end uncordoned, the new release loaded. A
+    neighbour's Deployment spread over both Nodes is drained off each in turn (none of its Pods
+    before the run is left) and runs whole afterwards."""
     nodes_before = nodes_state(lab)
+    pods_before = start_neighbour(lab)
     with CordonWatch(lab) as timeline:
         run = lab.playbook("cordon-timeline", HOSTS, "-e", "doca_ofed_version=2.9.2")
     fault_row.runs += 1
@@ -210,14 +213,22 @@ def test_reloads_on_both_nodes_never_drain_both_at_once(lab, fault_row):
     both = timeline.both_cordoned()
     assert not both, f"both Nodes cordoned at once: {both} (timeline {timeline.events})"
     assert all(not c for c in timeline.cordoned.values()), f"left cordoned at the end: {timeline.cordoned}"
+    # The drains evicted the neighbour's Pods from each Node in turn; its Deployment is whole again.
+    wait_for(lambda: len(neighbour_pods(lab)) == 4, 60)
+    pods_after = neighbour_pods(lab)
+    if len(pods_after) < 4:
+        fault_row.objects_lost.append(f"Deployment fault-drain/neighbour: {len(pods_after)} of 4 Pods running")
+    assert not set(pods_before) & set(pods_after), f"Pods not drained: {pods_before} -> {pods_after}"
     report = report_of(lab)
     for h in NODES:
         assert re.search(r"^profile\s+doca-ofed 2\.9\.2", report[h], re.M), report[h][:3000]
-        found = re.search(r"^found\s+doca_ofed (\S+), loaded ofed (\S+)", report[h], re.M)
-        now = re.search(r"^now\s+doca_ofed (\S+), loaded ofed (\S+)", report[h], re.M)
-        assert found and now and now[1] == now[2] != found[2], f"{h}: the new stack is not the loaded one: {report[h]}"
+        found = re.search(r"^found\s+(.+)$", report[h], re.M)
+        now = re.search(r"^now\s+doca_ofed (\S+), loaded ofed (\S+)$", report[h], re.M)
+        loaded = re.search(rf"^loaded\s+.*node {h} drained, verified, uncordoned", report[h], re.M)
+        stack_moved = found and now and now[1] == now[2] and found[1] != f"doca_ofed {now[1]}, loaded ofed {now[2]}"
+        assert stack_moved and loaded, f"{h}: the new stack is not the one loaded after a drain: {report[h]}"
     fault_row.survived = True
     nodes_after = nodes_state(lab)
-    fault_row.objects_lost = nodes_lost(nodes_before, nodes_after)
+    fault_row.objects_lost += nodes_lost(nodes_before, nodes_after)
     assert_nodes_given_back(nodes_after)
     fault_row.check()
