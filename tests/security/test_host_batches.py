@@ -42,8 +42,15 @@ def run(tmp: Path, batch_size, max_fail, failing):
         "failed_when": "inventory_hostname in failing",
     }
     test_play = {key: play[key] for key in ("name", "hosts", "gather_facts", "order", "serial")}
-    block = dict(next(t for t in play["tasks"] if "block" in t), block=[window])
-    test_play["tasks"] = [play["tasks"][0], block]
+    configure = next(t for t in play["tasks"] if "block" in t)
+    # The block as hosts.yml has it: its first task (the node's batch started), then a stand-in for the
+    # roles, and its rescue, less the writes of the report (a controller file; not this test's point).
+    reached = configure["block"][0]
+    assert reached.get("ansible.builtin.set_fact", {}).get("__hosts_reached") is True, reached
+    block = dict(configure, block=[reached, window])
+    block["rescue"] = [t for t in configure["rescue"] if "ansible.builtin.import_tasks" not in t]
+    assert block["rescue"], "hosts.yml's block lost its rescue"
+    test_play["tasks"] = [block]
     test_play["post_tasks"] = play["post_tasks"][-2:]
     # hosts.yml plans first; the configure play's keywords see hostvars only after a play has run.
     plan = {"name": "Plan first", "hosts": "gpu_nodes", "gather_facts": False, "tasks": [{"ansible.builtin.ping": {}}]}
