@@ -333,14 +333,16 @@ def runtime(unit, soft, active=True):
     return {"unit": unit, "installed": True, "active": active, "main_pid": 7 if active else 0, "memlock": memlock}
 
 
-def test_the_plan_names_the_container_runtimes_and_only_those_get_the_limit(plan):
+def test_the_plan_names_the_container_runtimes_and_only_those_get_the_limit():
+    plan = node_plan(gpudirect_rdma_memlock="unlimited")
     assert plan["gpudirect_rdma"]["memlock"] == "unlimited"
     assert plan["gpudirect_rdma"]["memlock_units"] == ["containerd.service", "crio.service"]
     assert node_plan(gpudirect_rdma_memlock="")["gpudirect_rdma"]["memlock_units"] == []
     assert node_plan(gpudirect_rdma_memlock_systemd=False)["gpudirect_rdma"]["memlock_units"] == []
 
 
-def test_a_runtime_still_running_with_its_old_limit_fails_naming_it_and_what_to_do(plan):
+def test_a_runtime_still_running_with_its_old_limit_fails_naming_it_and_what_to_do():
+    plan = node_plan(gpudirect_rdma_memlock="unlimited")
     old = _readback.memlock_checks(NODE, plan, [runtime("containerd.service", 8388608)])
     assert [(c["subject"], c["measured"], c["expected"]) for c in failed(old)] == [
         ("containerd.service", "8192 KiB", "unlimited")
