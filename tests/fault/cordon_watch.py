@@ -45,7 +45,7 @@ class CordonWatch:
 
     def _read(self) -> None:
         for line in self.proc.stdout:
-            name, _, flag = line.strip().partition(" ")
+            name, _sep, flag = line.strip().partition(" ")
             if name not in NODES:
                 continue
             cordoned = flag == "true"
