@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -192,3 +193,33 @@ def assert_check_predicted(log: Path) -> None:
         check=False,
     )
     assert compared.returncode == 0, compared.stdout + compared.stderr
+
+
+PUBLISH_PLAY = """
+- name: Publish one inventory's objects
+  hosts: localhost
+  connection: local
+  gather_facts: false
+  vars_files: [vars.json]
+  tasks:
+    - name: Publish
+      ansible.builtin.include_role:
+        name: gpufabric.rollout.k8s_publish
+        tasks_from: apply
+"""
+
+
+def publish_run(tmp: Path, variables: Mapping[str, Any], env: Optional[Mapping[str, str]] = None) -> Dict[str, Any]:
+    """One ansible-playbook run of k8s_publish's apply path on localhost, as the cluster roles run it, with
+    `variables` (the controller's Python added): its CompletedProcess (``done``), the recap's changed count
+    (-1 without a recap) and its wall time."""
+    from role_runner import ansible_playbook
+
+    tmp.mkdir(parents=True)
+    (tmp / "vars.json").write_text(json.dumps({**variables, "ansible_python_interpreter": sys.executable}))
+    (tmp / "play.yml").write_text(PUBLISH_PLAY)
+    run_env = {"ANSIBLE_COLLECTIONS_PATH": str(REPO / ".collections"), **(env or {})}
+    began = time.monotonic()
+    done = ansible_playbook(tmp, "-i", "localhost,", str(tmp / "play.yml"), env=run_env, cwd=tmp, timeout=600)
+    recap = re.search(r"^localhost\s+:\s+ok=\d+\s+changed=(\d+)", done.stdout, re.M)
+    return {"done": done, "changed": int(recap.group(1)) if recap else -1, "elapsed": time.monotonic() - began}

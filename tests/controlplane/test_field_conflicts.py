@@ -11,56 +11,34 @@ naming whose field it took, and a rerun changes nothing.
 from __future__ import annotations
 
 import json
-import re
-import sys
 from pathlib import Path
 from typing import Any, Dict
 
 import pytest
-from controlplane_support import REPO
-from role_runner import ansible_playbook
+from controlplane_support import publish_run
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import k8s_publish as _k8s_publish
 
-PLAY = """
-- name: Publish
-  hosts: localhost
-  connection: local
-  gather_facts: false
-  vars_files: [vars.json]
-  tasks:
-    - name: Publish
-      ansible.builtin.include_role:
-        name: gpufabric.rollout.k8s_publish
-        tasks_from: apply
-"""
 NAMESPACE = "gpufabric-conflicts"
 
 
 def publish(tmp: Path, kubeconfig: Path, mode: str, data: Dict[str, str]) -> Dict[str, Any]:
-    tmp.mkdir(parents=True)
     objects = [
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": n, "namespace": NAMESPACE}, "data": {"x": v}}
         for n, v in data.items()
     ]
-    variables = {
-        "gpufabric_kubeconfig": str(kubeconfig),
-        "gpufabric_plan": {"instance": "pool-a", "field_conflicts": mode},
-        "k8s_publish_component": "nccl_config",
-        "k8s_publish_objects": _k8s_publish.own(objects, "nccl_config", "pool-a"),
-        "k8s_publish_prune": False,
-        "ansible_python_interpreter": sys.executable,
-    }
-    (tmp / "vars.json").write_text(json.dumps(variables))
-    (tmp / "play.yml").write_text(PLAY)
-    env = {"ANSIBLE_COLLECTIONS_PATH": str(REPO / ".collections")}
-    done = ansible_playbook(tmp, "-i", "localhost,", str(tmp / "play.yml"), env=env, cwd=tmp, timeout=600)
-    recap = re.search(r"^localhost\s+:\s+ok=\d+\s+changed=(\d+)", done.stdout, re.M)
-    return {
-        "rc": done.returncode,
-        "out": done.stdout + done.stderr,
-        "changed": int(recap.group(1)) if recap else -1,
-    }
+    run = publish_run(
+        tmp,
+        {
+            "gpufabric_kubeconfig": str(kubeconfig),
+            "gpufabric_plan": {"instance": "pool-a", "field_conflicts": mode},
+            "k8s_publish_component": "nccl_config",
+            "k8s_publish_objects": _k8s_publish.own(objects, "nccl_config", "pool-a"),
+            "k8s_publish_prune": False,
+        },
+    )
+    done = run["done"]
+    return {"rc": done.returncode, "out": done.stdout + done.stderr, "changed": run["changed"]}
 
 
 def value(cluster, name: str) -> str:

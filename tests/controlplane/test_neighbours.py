@@ -10,29 +10,14 @@ deleted; the other inventory's objects, and an object nobody labelled, stay; a r
 from __future__ import annotations
 
 import json
-import re
-import sys
 from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
-from controlplane_support import REPO, wait_until
-from role_runner import ansible_playbook
+from controlplane_support import publish_run, wait_until
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import k8s_publish as _k8s_publish
 
-PLAY = """
-- name: Publish one inventory's objects
-  hosts: localhost
-  connection: local
-  gather_facts: false
-  vars_files: [vars.json]
-  tasks:
-    - name: Publish
-      ansible.builtin.include_role:
-        name: gpufabric.rollout.k8s_publish
-        tasks_from: apply
-"""
 NAMESPACE = "gpufabric-shared"
 KINDS = [{"api_group": "", "version": "v1", "resources": ["configmaps"], "namespace": NAMESPACE}]
 
@@ -46,25 +31,18 @@ def configmaps(instance: str, names: List[str]) -> List[Dict[str, Any]]:
 
 
 def publish(tmp: Path, kubeconfig: Path, instance: str, names: List[str]) -> Dict[str, Any]:
-    tmp.mkdir(parents=True)
-    variables = {
-        "gpufabric_kubeconfig": str(kubeconfig),
-        "gpufabric_plan": {"instance": instance},
-        "k8s_publish_component": "nccl_config",
-        "k8s_publish_objects": configmaps(instance, names),
-        "k8s_publish_prune_kinds": KINDS,
-        "ansible_python_interpreter": sys.executable,
-    }
-    (tmp / "vars.json").write_text(json.dumps(variables))
-    (tmp / "play.yml").write_text(PLAY)
-    env = {"ANSIBLE_COLLECTIONS_PATH": str(REPO / ".collections")}
-    done = ansible_playbook(tmp, "-i", "localhost,", str(tmp / "play.yml"), env=env, cwd=tmp, timeout=600)
-    recap = re.search(r"^localhost\s+:\s+ok=\d+\s+changed=(\d+)", done.stdout, re.M)
-    return {
-        "rc": done.returncode,
-        "out": done.stdout[-6000:] + done.stderr[-2000:],
-        "changed": int(recap.group(1)) if recap else -1,
-    }
+    run = publish_run(
+        tmp,
+        {
+            "gpufabric_kubeconfig": str(kubeconfig),
+            "gpufabric_plan": {"instance": instance},
+            "k8s_publish_component": "nccl_config",
+            "k8s_publish_objects": configmaps(instance, names),
+            "k8s_publish_prune_kinds": KINDS,
+        },
+    )
+    done = run["done"]
+    return {"rc": done.returncode, "out": done.stdout[-6000:] + done.stderr[-2000:], "changed": run["changed"]}
 
 
 def names(cluster) -> Dict[str, str]:

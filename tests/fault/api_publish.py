@@ -7,29 +7,14 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-import sys
-import time
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Mapping, Optional
 
 import pytest
-from controlplane_support import REPO, Cluster, controlplane_binaries
-from role_runner import ansible_playbook
+from controlplane_support import Cluster, controlplane_binaries, publish_run
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import k8s_publish as _k8s_publish
 
-PLAY = """
-- name: Publish one inventory's objects
-  hosts: localhost
-  connection: local
-  gather_facts: false
-  vars_files: [vars.json]
-  tasks:
-    - name: Publish
-      ansible.builtin.include_role:
-        name: gpufabric.rollout.k8s_publish
-        tasks_from: apply
-"""
 COMPONENT = "nccl_config"
 # A failed result: "fatal: [localhost]: FAILED! => {...}", or in a loop "failed: [localhost] (item=LABEL) => {...}".
 _FAILED_RE = re.compile(r"^(?:fatal|failed): \[localhost\](?: \(item=([^\n]*?)\))?[^{\n]*=> (\{.*\})\s*$", re.M)
@@ -64,29 +49,21 @@ def publish(
     """One ansible-playbook run of k8s_publish's apply (with pruning in `namespace`): rc, its
     output, the changed count, its wall time and its failed results as a user reads them: the
     loop item's label, then the message (not the item itself, which may hold every object)."""
-    tmp.mkdir(parents=True)
-    variables = {
-        "gpufabric_kubeconfig": str(kubeconfig),
-        "gpufabric_plan": {"instance": instance},
-        "k8s_publish_component": COMPONENT,
-        "k8s_publish_objects": objects,
-        "k8s_publish_prune_kinds": [
-            {"api_group": "", "version": "v1", "resources": ["configmaps"], "namespace": namespace}
-        ],
-        "ansible_python_interpreter": sys.executable,
-    }
-    (tmp / "vars.json").write_text(json.dumps(variables))
-    (tmp / "play.yml").write_text(PLAY)
-    env = {
-        "ANSIBLE_COLLECTIONS_PATH": str(REPO / ".collections"),
+    run = publish_run(
+        tmp,
+        {
+            "gpufabric_kubeconfig": str(kubeconfig),
+            "gpufabric_plan": {"instance": instance},
+            "k8s_publish_component": COMPONENT,
+            "k8s_publish_objects": objects,
+            "k8s_publish_prune_kinds": [
+                {"api_group": "", "version": "v1", "resources": ["configmaps"], "namespace": namespace}
+            ],
+        },
         # Each result on one line as JSON: the failed ones' messages are read back from it.
-        "ANSIBLE_CALLBACK_RESULT_FORMAT": "json",
-        "ANSIBLE_CALLBACK_FORMAT_PRETTY": "false",
-    }
-    began = time.monotonic()
-    done = ansible_playbook(tmp, "-i", "localhost,", str(tmp / "play.yml"), env=env, cwd=tmp, timeout=600)
-    elapsed = time.monotonic() - began
-    recap = re.search(r"^localhost\s+:\s+ok=\d+\s+changed=(\d+)", done.stdout, re.M)
+        env={"ANSIBLE_CALLBACK_RESULT_FORMAT": "json", "ANSIBLE_CALLBACK_FORMAT_PRETTY": "false"},
+    )
+    done = run["done"]
     failures = []
     for found in _FAILED_RE.finditer(done.stdout):
         result = json.loads(found.group(2))
@@ -94,8 +71,8 @@ def publish(
     return {
         "rc": done.returncode,
         "out": done.stdout[-6000:] + done.stderr[-2000:],
-        "changed": int(recap.group(1)) if recap else -1,
-        "elapsed": elapsed,
+        "changed": run["changed"],
+        "elapsed": run["elapsed"],
         "failures": failures,
     }
 
