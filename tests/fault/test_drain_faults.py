@@ -7,7 +7,10 @@ NVIDIA driver between the lab repository's two releases:
   node's batch never starts; once the budget allows it, a rerun finishes both nodes;
 - a reboot that does not come back in time (playbooks/hosts.yml, gpu_driver_allow_reboot): the
   batch stops, the node is named as not back and kept cordoned, the node of the next batch is
-  untouched; once the node is started again, a rerun finishes both.
+  untouched; once the node is started again, a rerun finishes both;
+- a node lost inside its upgrade window (playbooks/upgrade.yml, batches of one): the run ends at
+  once, and the Node, cordoned, says so (the failure annotation written with the cordon); the next
+  batch never starts; once the node is started again, a rerun resumes it and finishes both.
 
 Each case checks the state of both nodes, both Nodes and the workloads after every run."""
 
@@ -25,6 +28,7 @@ from drain_lab import DRIVERS, NODES, SYSROOT, DrainLab, Run, driver_intent, nod
 
 FAILED = "rollout.gpufabric.io/failed"
 CORDONED_BY = "rollout.gpufabric.io/cordoned-by"
+LOST = "upgrade: the run ended inside this node's maintenance window"  # written with the cordon
 GIVEN_BACK = {"unschedulable": False, "annotations": {}}  # a Node as the collection leaves it after a window
 
 
@@ -239,3 +243,75 @@ def test_a_reboot_that_does_not_come_back_in_time(lab, fault_row):
     # Survived: the failed run named the node the fault hit, and the rerun converged.
     fault_row.survived = named(run) == ["fault-upg-01"] and rerun.rc == 0 and not not_converged(lab, target)
     fault_row.check()
+
+
+def lost_in_window(run: Run, after: Dict[str, Any], node: str) -> bool:
+    """The run's recap counts node unreachable and its Node says, with the cordon kept, that a run
+    ended inside its window (no play runs after a batch that became unreachable as a whole)."""
+    recap = re.search(rf"^{re.escape(node)}\s+:.*\bunreachable=(\d+)", run.out, re.M)
+    marks = after["nodes"][node]
+    return bool(
+        recap
+        and int(recap[1]) > 0
+        and marks["unschedulable"]
+        and marks["annotations"].get(CORDONED_BY) == "upgrade"
+        and marks["annotations"].get(FAILED, "").startswith(LOST)
+    )
+
+
+def test_a_node_lost_inside_its_upgrade_window(lab, fault_row):
+    """upgrade.yml in its default batches of one; fault-upg-01's container is stopped as soon as its
+    Node is cordoned, so the node becomes unreachable inside its window. Its batch is then wholly
+    unreachable and ansible-core runs no later play: the run fails, the recap counts fault-upg-01
+    unreachable, and its Node, still cordoned, carries the failed annotation written with the cordon
+    (the run ended inside the window; the node may be half-upgraded). fault-upg-02, of the next
+    batch, was neither cordoned, drained nor changed. Once fault-upg-01 is started, the rerun
+    resumes it (the annotation), upgrades both and gives both Nodes back."""
+    target = other_driver(lab)
+    before = lab.snapshot()
+    cache = before["pods"]["cache"]["name"]
+    extra = {"gpufabric_gpu_driver": driver_intent(target)}
+    cordoned, done = threading.Event(), threading.Event()
+
+    def stop_once_cordoned() -> None:
+        while not done.wait(0.3):
+            if lab.node("fault-upg-01")["annotations"].get(CORDONED_BY) == "upgrade":
+                lab.stop("fault-upg-01")
+                cordoned.set()
+                return
+
+    watch = threading.Thread(target=stop_once_cordoned, daemon=True)
+    watch.start()
+    try:
+        run = lab.playbook("playbooks/upgrade.yml", extra=extra)
+    finally:
+        done.set()
+        watch.join()
+    fault_row.runs += 1
+    after = lab.snapshot()
+    requests = lab.requests(run)
+    named_lost = lost_in_window(run, after, "fault-upg-01")
+    fault_row.unnamed_half_configured += [
+        n for n in half_configured(before, after, run) if not (n == "fault-upg-01" and named_lost)
+    ]
+    assert cordoned.is_set() and not lab.running("fault-upg-01"), "fault-upg-01 was never cordoned by the run"
+    assert run.rc != 0, run.tail()
+    assert named_lost, f"{after['nodes']['fault-upg-01']}\n{run.tail()}"
+    assert "may be half-upgraded" in after["nodes"]["fault-upg-01"]["annotations"][FAILED]
+    # The next batch never started.
+    assert after["hosts"]["fault-upg-02"] == before["hosts"]["fault-upg-02"]
+    assert after["nodes"]["fault-upg-02"] == GIVEN_BACK
+    assert after["pods"]["cache"] == before["pods"]["cache"]
+    assert touched(requests, "fault-upg-02", [cache]) == []
+
+    started = nodes_sh("up", "fault-upg-01")
+    assert started.returncode == 0, started.stderr[-2000:]
+    rerun = lab.playbook("playbooks/upgrade.yml", extra=extra)
+    fault_row.runs += 1
+    lab.wait_workloads_running()
+    fault_row.unnamed_half_configured += not_converged(lab, target) if rerun.rc == 0 else []
+    fault_row.objects_lost += lab.objects_missing()
+    fault_row.survived = named_lost and rerun.rc == 0 and not not_converged(lab, target)
+    fault_row.check()
+    assert "(resumes: a run left it cordoned: upgrade: the run ended inside" in rerun.said, rerun.tail()
+    assert "fault-upg-01: upgraded" in rerun.said and "fault-upg-02: upgraded" in rerun.said, rerun.tail()
