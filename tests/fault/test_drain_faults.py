@@ -119,6 +119,8 @@ def test_a_drain_refused_by_a_budget_past_the_timeout(lab, fault_row):
     assert "The drain of fault-upg-01 did not finish within 5 s" in run.said, run.tail()
     assert f"ml/{db} (Running): PodDisruptionBudget ml/db allows 0 disruption(s)" in run.said, run.tail()
     assert "Not reached (still at their old versions): fault-upg-02." in run.said, run.tail()
+    closing = run.said.partition("The upgrade stopped with")[2].partition("Fix the cause")[0]
+    assert closing and ".." not in closing, closing  # one full stop after each node's reason
     # No reload, nothing installed, on either node; both Pods run where they ran (same Pods).
     assert after["hosts"] == before["hosts"]
     assert after["pods"] == before["pods"]
@@ -298,6 +300,9 @@ def test_a_node_lost_inside_its_upgrade_window(lab, fault_row):
     assert run.rc != 0, run.tail()
     assert named_lost, f"{after['nodes']['fault-upg-01']}\n{run.tail()}"
     assert "may be half-upgraded" in after["nodes"]["fault-upg-01"]["annotations"][FAILED]
+    # The last batch line says where each node stood when the run ended.
+    assert "Batch 1 of 2: fault-upg-01. Earlier batches: none." in run.said, run.tail()
+    assert "Not reached yet: fault-upg-02." in run.said, run.tail()
     # The next batch never started.
     assert after["hosts"]["fault-upg-02"] == before["hosts"]["fault-upg-02"]
     assert after["nodes"]["fault-upg-02"] == GIVEN_BACK
