@@ -2,7 +2,7 @@
 #   make lab        build what is missing, start the lab, run site.yml, print the validation summary and the reports
 #   make test       lint, unit tests, ansible-test sanity, build check, EE build, control-plane
 #                   tests, the support matrix (sanity and units on each older ansible-core), the
-#                   main job end to end on the lab on the newest and the oldest core, every molecule scenario
+#                   main job end to end on the lab on the newest core (its runs on the oldest), every molecule scenario
 #   make test-fast  lint, unit tests and sanity only (no lab nodes), for iteration
 #   make bench      benchmarks (print figures, never fail on timing)
 SHELL := /bin/bash
@@ -29,7 +29,7 @@ COLLECTION_LINK := .collections/ansible_collections/gpufabric/rollout
 COLLECTIONS_STAMP := .collections/.linked
 
 .PHONY: help venv tools lab-image lint unit sanity build-check controlplane-test lab-test molecule molecule-test test test-fast \
-	test-lab-lane test-cluster-lane lab site plan lab-down bench clean matrix lab-test-oldest fault-test \
+	test-lab-lane test-cluster-lane lab site plan lab-down bench clean matrix matrix-sanity matrix-units lab-test-oldest fault-test \
 	fault-test-lab fault-test-cluster
 
 help:
@@ -89,6 +89,14 @@ build-check: venv
 matrix: venv
 	tests/matrix/run.sh
 
+# The two halves of the matrix, as make test runs them: sanity among the fast checks (it fills the
+# CPU the unit tests leave), the units in the cluster lane.
+matrix-sanity: venv
+	MATRIX_STEPS=sanity tests/matrix/run.sh
+
+matrix-units: venv
+	MATRIX_STEPS=units tests/matrix/run.sh
+
 # The oldest supported ansible-core (the first of tests/matrix/cores.txt, meta/runtime.yml's floor).
 OLDEST_CORE = $(shell grep -vE '^[[:space:]]*(\#|$$)' tests/matrix/cores.txt | head -1)
 
@@ -133,23 +141,28 @@ molecule-test: tools controlplane lab-image
 # sequence, into its own log (lab/run_lanes.py prints each lane's state every 30 s, and the end of
 # a failed lane's log with what failed in it).
 # What both lanes need (the control-plane binaries, the node image) is built before they start.
+# make test's test-fast runs the support matrix's sanity after sanity: the unit tests run longest,
+# and the matrix uses the CPU lint and sanity leave them (its unit tests run in the cluster lane).
+test: TEST_FAST_MATRIX := matrix-sanity
 test: test-fast build-check controlplane lab-image
 	$(VENV)/bin/python lab/run_lanes.py --tag test \
 		lab-lane="$(MAKE) --no-print-directory test-lab-lane" \
 		cluster-lane="$(MAKE) --no-print-directory test-cluster-lane"
 	@echo "make test: all checks passed"
 
-# The lab's main job runs over the lab's default transport (SSH, what users run) on both cores; the
+# The lab's main job runs over the lab's default transport (SSH, what users run) on both cores (on
+# the oldest its runs only: lab/check.sh's LAB_CHECK_STEPS); the
 # molecule scenarios run over Mitogen (TEST_FAST_CONNECTION), about twice as fast per task, so that
 # the lab lane stays shorter than the cluster lane. Both transports are tested.
 TEST_FAST_CONNECTION := mitogen
 
 test-lab-lane: tools controlplane lab-image
-	$(MAKE) --no-print-directory -j1 lab-test lab-test-oldest fault-test-lab
+	$(MAKE) --no-print-directory -j1 lab-test fault-test-lab
+	LAB_CHECK_STEPS=runs $(MAKE) --no-print-directory lab-test-oldest
 	GPUFABRIC_LAB_CONNECTION=$${GPUFABRIC_LAB_CONNECTION:-$(TEST_FAST_CONNECTION)} LAB_CRDS_DIR="$(TEST_CRDS)" lab/molecule/run.sh $(LAB_LANE_SCENARIOS)
 
 test-cluster-lane: tools controlplane lab-image
-	$(MAKE) --no-print-directory -j1 ee-build controlplane-test fault-test-cluster matrix
+	$(MAKE) --no-print-directory -j1 ee-build controlplane-test fault-test-cluster matrix-units
 	GPUFABRIC_LAB_CONNECTION=$${GPUFABRIC_LAB_CONNECTION:-$(TEST_FAST_CONNECTION)} LAB_CRDS_DIR="$(TEST_CRDS)" lab/molecule/run.sh $(CLUSTER_LANE_SCENARIOS)
 
 # The three run side by side (each is mostly one process), each into its log under .lab/logs/
@@ -158,8 +171,8 @@ test-fast: tools
 	$(VENV)/bin/python lab/run_lanes.py --tag test-fast \
 		lint="$(MAKE) --no-print-directory lint" \
 		unit="$(MAKE) --no-print-directory unit" \
-		sanity="$(MAKE) --no-print-directory sanity"
-	@echo "make test-fast: lint, unit and sanity passed"
+		sanity="$(MAKE) --no-print-directory -j1 sanity $(TEST_FAST_MATRIX)"
+	@echo "make test-fast: lint, unit and sanity passed$(if $(TEST_FAST_MATRIX), (and the matrix's sanity))"
 
 lab: tools controlplane lab-image
 	lab/lab.sh up
@@ -181,7 +194,7 @@ lab-test: tools controlplane lab-image
 # applied to the API server, without schema validation).
 lab-test-oldest: tools controlplane lab-image
 	lab/core_venv.sh $(OLDEST_CORE)
-	LAB_CRDS_DIR= LAB_VENV="$(REPO)/.lab/cores/$(OLDEST_CORE)" lab/check.sh
+	LAB_CRDS_DIR= LAB_VENV="$(REPO)/.lab/cores/$(OLDEST_CORE)" LAB_CHECK_STEPS=$${LAB_CHECK_STEPS:-all} lab/check.sh
 
 lab-down:
 	lab/lab.sh down
