@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import cufile as _cufile
+from ansible_collections.gpufabric.rollout.plugins.module_utils.discover import gpudirect as _gpudirect
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import nccl as _nccl
 from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import gates as _gates
 from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import readback as _readback
@@ -176,8 +177,8 @@ def pcie(node: str, topo: Mapping[str, Any], cmdline: Optional[str]) -> List[Fin
 
 # --------------------------------------------------------------------------------------------- driver
 def driver(node: str, gd: Mapping[str, Any], has_nic: bool) -> List[Finding]:
-    loaded = bool(gd.get("driver_loaded"))
-    what = f"{gd.get('driver_flavour') or 'unknown'} {gd.get('driver_version') or ''}".strip()
+    state = _gpudirect.driver_state(gd)
+    loaded = bool(state["loaded"] and state["version"])
     out = [
         finding(
             "driver",
@@ -185,8 +186,8 @@ def driver(node: str, gd: Mapping[str, Any], has_nic: bool) -> List[Finding]:
             "nvidia",
             "ok" if loaded else "fail",
             "GPU driver loaded",
-            f"loaded, {what}" if loaded else "not loaded",
-            "loaded",
+            state["text"],
+            "loaded, version known",
             "" if loaded else "the gpu_driver role installs it (or the GPU Operator, per gpufabric_gpu_driver)",
         ),
         finding(
