@@ -171,7 +171,7 @@ def pcie(node: str, topo: Mapping[str, Any], cmdline: Optional[str]) -> List[Fin
         out.append(finding("acs", node, "PCIe", "n/a", "ACS redirect off on the GPU-NIC paths", why))
     else:
         for c in _readback.acs_checks(node, {}, None, topo):
-            out.append(_from_check("acs", c, "fail", "the roce role clears it (roce_disable_acs_redirect)"))
+            out.append(_from_check("acs", c, "fail", ""))  # its detail says how to clear it
     return out
 
 
