@@ -371,7 +371,10 @@ def evaluate(params):
         for node in sorted(topo):
             checks.extend(_gates.link_checks(node, topo[node] or {}))
     for given in params.get("checks") or []:
-        checks.append({k: v for k, v in dict(given, detail=given.get("detail") or "", unit=given.get("unit") or "").items() if k != "status" or v})
+        check = dict(given, detail=given.get("detail") or "", unit=given.get("unit") or "")
+        if not check.get("status"):
+            check.pop("status", None)  # only a warning is marked
+        checks.append(check)
     for run in params["rdma"]:
         try:
             result = _perftest.parse(run["output"])

@@ -249,7 +249,7 @@ def storage(node: str, gd: Mapping[str, Any], text: Optional[str], path: str) ->
     try:
         data = _cufile.parse(text)
     except ValueError as exc:
-        return out + [finding("gds", node, path, "fail", "cufile.json readable", f"not readable: {exc}", "valid JSON")]
+        return [*out, finding("gds", node, path, "fail", "cufile.json readable", f"not readable: {exc}", "valid JSON")]
     compat = _cufile.get_path(data, "properties.allow_compat_mode", None)
     out.append(
         finding("gds", node, path, "ok", "cufile.json readable", f"valid; allow_compat_mode {compat}", "valid JSON")
