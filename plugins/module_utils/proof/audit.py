@@ -304,12 +304,24 @@ def plan(node: str, state: Mapping[str, Any], has_nic: bool) -> List[Finding]:
             )
         ]
     out = [
-        finding("plan", node, "package index", "warn", "package index readable", str(err), "readable", "skipped")
+        finding(
+            "plan",
+            node,
+            "package index",
+            "warn",
+            "package index readable",
+            str(err),
+            "readable",
+            "the plan went on without choosing package versions; a rollout would stop here",
+        )
         for err in state.get("index_errors") or []
     ]
     for problem in state.get("problems") or []:
         name, _sep, why = str(problem).partition(": ")
-        out.append(finding("plan", node, name if why else "plan", "fail", "the plan refuses", why or name, "", ""))
+        subject = name if why else "plan"
+        out.append(
+            finding("plan", node, subject, "fail", "the plan refuses", why or name, "accepted", "nothing rolls out")
+        )
     readback = state.get("readback")
     if readback is None:
         if not out:

@@ -85,3 +85,23 @@ def test_lab_node_reports_acs_and_changes_nothing(tmp_path):
     assert "FAIL host localhost PCIe: acs: ACS redirect off on the GPU-NIC peer-to-peer paths = on at" in text
     assert text.count("pcie: PCIe link at maximum") >= 16
     assert "FAIL acs localhost PCIe" in run.stdout
+
+
+def test_h200_shape_with_intent_reports_the_plans_refusals(tmp_path):
+    """With the example intent: the DOCA index cannot be read (no network there) and the plan
+    refuses a node without a rail NIC; both are findings and the run still exits 0."""
+    sysroot = materialize("h200-real", tmp_path / "h200")
+    before = digest(sysroot)
+    run, out = audit(
+        tmp_path,
+        sysroot,
+        "-e",
+        f"@{REPO / 'inventory/example/group_vars/all/fabric.yml'}",
+        "-e",
+        "doca_ofed_repo_base_url=http://127.0.0.1:9/doca",
+    )
+    assert digest(sysroot) == before
+    text = (out / "audit.txt").read_text()
+    assert "WARN plan localhost package index: package index readable = cannot read the repository index" in text
+    assert "FAIL plan localhost roce_interfaces: the plan refuses = empty" in text
+    assert "FAIL plan localhost roce_interfaces" in run.stdout
