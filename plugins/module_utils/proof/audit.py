@@ -12,7 +12,7 @@ the collection would do about it. ``state`` holds:
 * ``service_mgr``: the setup fact; ``cmdline``, ``nccl_conf``, ``cufile_json``: file texts or
   None (not there), with ``files`` naming their paths; ``nccl_env``: the NCCL_* variables of the
   node's environment;
-* ``probe``: ``{ran, reason}`` (the probe's own checks come from the report module);
+* ``probe``: ``{ran, enabled, reason}`` (the probe's own checks come from the report module);
 * ``plan``: ``{intent}`` (False: no intent given), ``problems`` (the plan's refusals),
   ``index_errors`` (package indexes it could not read), ``readback`` (the read-back checks
   against the plan, or None when no plan was computed).
@@ -350,7 +350,10 @@ def findings(node: str, state: Mapping[str, Any]) -> List[Finding]:
     out += nccl(node, state.get("nccl_conf"), files.get("nccl_conf") or "", state.get("nccl_env") or {}, topo)
     probe = state.get("probe") or {}
     if not probe.get("ran"):
-        out.append(finding("probe", node, "probe", "n/a", "GPU probe", probe.get("reason") or "not run"))
+        why = probe.get("reason") or (
+            "switched off (validate_probe: false)" if probe.get("enabled") is False else "no GPU was discovered"
+        )
+        out.append(finding("probe", node, "probe", "n/a", "GPU probe", why))
     out += plan(node, state.get("plan") or {}, has_nic)
     return out
 
