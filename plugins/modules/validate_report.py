@@ -131,7 +131,7 @@ options:
         description: The report section.
         type: str
         required: true
-        choices: [host, rdma, nccl, gds, gpu]
+        choices: [host, rdma, nccl, gds, gpu, plan]
       node:
         description: The node (or nodes) checked.
         type: str
@@ -163,6 +163,12 @@ options:
         description: Whether the check passed.
         type: bool
         required: true
+      status:
+        description:
+          - C(warn) marks a check that passed with a warning (the findings of C(playbooks/audit.yml));
+            it is counted as passed and shown as WARN.
+        type: str
+        choices: [warn]
       detail:
         description: Where the value was read, or why it failed.
         type: str
@@ -180,7 +186,7 @@ options:
         description: The layer.
         type: str
         required: true
-        choices: [host, rdma, nccl, gds, gpu]
+        choices: [host, rdma, nccl, gds, gpu, plan]
       node:
         description: The node, C(all nodes) or C(cluster).
         type: str
@@ -207,6 +213,10 @@ options:
     description: Add every passing check to the console lines (RV(console)); the report files always hold them.
     type: bool
     default: false
+  plots:
+    description: Draw the HTML report's plots (needs matplotlib on the controller); without them the report has none.
+    type: bool
+    default: true
   host_links:
     description: Add a check per GPU and RDMA NIC that its PCIe link runs at its maximum.
     type: bool
@@ -361,7 +371,10 @@ def evaluate(params):
         for node in sorted(topo):
             checks.extend(_gates.link_checks(node, topo[node] or {}))
     for given in params.get("checks") or []:
-        checks.append(dict(given, detail=given.get("detail") or "", unit=given.get("unit") or ""))
+        check = dict(given, detail=given.get("detail") or "", unit=given.get("unit") or "")
+        if not check.get("status"):
+            check.pop("status", None)  # only a warning is marked
+        checks.append(check)
     for run in params["rdma"]:
         try:
             result = _perftest.parse(run["output"])
@@ -568,6 +581,7 @@ def main():
                     "fraction": {"type": "float"},
                     "unit": {"type": "str"},
                     "passed": {"type": "bool", "required": True},
+                    "status": {"type": "str", "choices": ["warn"]},
                     "detail": {"type": "str"},
                 },
             },
@@ -589,6 +603,7 @@ def main():
             },
             "prediction": {"type": "bool", "default": False},
             "verbose": {"type": "bool", "default": False},
+            "plots": {"type": "bool", "default": True},
             "host_links": {"type": "bool", "default": True},
             "gates": {"type": "dict", "default": {}},
             "title": {"type": "str", "default": "gpufabric.rollout validation"},
@@ -609,7 +624,7 @@ def main():
         },
         supports_check_mode=True,
     )
-    if module.params["html_path"] and not HAS_MATPLOTLIB:
+    if module.params["html_path"] and module.params["plots"] and not HAS_MATPLOTLIB:
         module.fail_json(msg=missing_required_lib("matplotlib"))
     try:
         checks, series, g = evaluate(module.params)
@@ -632,7 +647,7 @@ def main():
     if params["junit_path"]:
         changed |= _write(module, params["junit_path"], _validate_report.render_junit(checks, meta, missing))
     if params["html_path"]:
-        drawn = figures(module, checks, series)
+        drawn = figures(module, checks, series) if params["plots"] else []
         changed |= _write(module, params["html_path"], _report_html.render_html(checks, drawn, meta, missing))
     record_written = write_record(module, checks, now)
     paths = [p for p in (params["html_path"], params["text_path"], params["junit_path"]) if p]

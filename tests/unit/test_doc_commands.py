@@ -102,6 +102,11 @@ RUNNERS = (
         ((BUILD, "ansible-playbook gpufabric.rollout.site -i"), ("lab/lab.sh", "again site.yml")),
     ),
     Runner(
+        r"ansible-playbook -i 'localhost,' -c local playbooks/audit\.yml",
+        "tests/unit/validate/test_audit_playbook.py (audit.yml with a local connection on a node's hardware tree)",
+        (("tests/unit/validate/test_audit_playbook.py", '"localhost,",'),),
+    ),
+    Runner(
         r"ansible-playbook gpufabric\.rollout\.snapshot -i \S+ -b -e snapshot_dest=\S+",
         "tests/build/check.sh (the installed snapshot playbook)",
         ((BUILD, "ansible-playbook gpufabric.rollout.snapshot"),),

@@ -434,7 +434,7 @@ def summary(checks: List[Dict[str, Any]]) -> Dict[str, Any]:
 
 def describe(check: Dict[str, Any]) -> str:
     """One line naming node, subject, what and the numbers: for failure lists and the text report."""
-    state = "PASS" if check["passed"] else "FAIL"
+    state = "FAIL" if not check["passed"] else "WARN" if check.get("status") == "warn" else "PASS"
     head = f"{state} {check['category']} {check['node']} {check['subject']}: {check['name']}"
     if isinstance(check.get("measured"), (int, float)) and not isinstance(check["measured"], bool):
         nums = f"{check['measured']:.1f} {check['unit']}"

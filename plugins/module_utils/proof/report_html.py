@@ -163,7 +163,11 @@ def _details(checks, missing) -> List[str]:
             out.append(f'<table class="checks"><colgroup>{cols}</colgroup><tr>{head}</tr>')
             for c in group:
                 state = (
-                    '<td><span class="ok">pass</span></td>' if c["passed"] else '<td><span class="bad">FAIL</span></td>'
+                    '<td><span class="bad">FAIL</span></td>'
+                    if not c["passed"]
+                    else '<td><span class="skip">warn</span></td>'
+                    if c.get("status") == "warn"
+                    else '<td><span class="ok">pass</span></td>'
                 )
                 out.append(
                     ("<tr>" if c["passed"] else '<tr class="fail">')

@@ -21,6 +21,7 @@ CATEGORIES = (
     ("nccl", "NCCL all-reduce across nodes"),
     ("gds", "GPUDirect Storage (gdsio)"),
     ("gpu", "GPU probe"),
+    ("plan", "What the plan would change"),  # the audit's (playbooks/audit.yml)
 )
 TITLES = dict(CATEGORIES)
 ALL_NODES = "all nodes"

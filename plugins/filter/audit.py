@@ -1,0 +1,49 @@
+# Copyright: (c) 2026, gpufabric.rollout contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters of the audit (playbooks/audit.yml): thin wrappers over module_utils/proof/audit."""
+
+from __future__ import annotations
+
+import json
+
+from ansible.errors import AnsibleFilterError
+from ansible.module_utils.common.text.converters import to_native
+
+from ansible_collections.gpufabric.rollout.plugins.plugin_utils._lazy import module_utils
+
+_audit = module_utils("proof.audit")
+
+
+def _plain(value):
+    """Plain dicts and lists (Ansible's lazy containers and tagged strings dropped)."""
+    return json.loads(json.dumps(value, default=to_native))
+
+
+def audit_findings(state, node):
+    """The findings of one node from what the audit read (see proof/audit.py for ``state``)."""
+    try:
+        return _audit.findings(str(node), _plain(state or {}))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise AnsibleFilterError(f"audit_findings: {exc}") from exc
+
+
+def audit_report(findings):
+    """``{checks, not_run}``: the findings in the validate report's shape."""
+    try:
+        checks, missing = _audit.report(_plain(list(findings or [])))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise AnsibleFilterError(f"audit_report: {exc}") from exc
+    return {"checks": checks, "not_run": missing}
+
+
+def audit_summary(findings):
+    """The console's closing lines: counts per status and every failure."""
+    try:
+        return _audit.summary(_plain(list(findings or [])))
+    except (KeyError, TypeError) as exc:
+        raise AnsibleFilterError(f"audit_summary: {exc}") from exc
+
+
+class FilterModule:
+    def filters(self):
+        return {"audit_findings": audit_findings, "audit_report": audit_report, "audit_summary": audit_summary}
