@@ -231,6 +231,10 @@ options:
     description: The report's title.
     type: str
     default: gpufabric.rollout validation
+  heading:
+    description: The text report's first line (default C(Validation report:) and the title).
+    type: str
+    default: ""
   text_path:
     description: Where to write the text summary.
     type: path
@@ -607,6 +611,7 @@ def main():
             "host_links": {"type": "bool", "default": True},
             "gates": {"type": "dict", "default": {}},
             "title": {"type": "str", "default": "gpufabric.rollout validation"},
+            "heading": {"type": "str", "default": ""},
             "text_path": {"type": "path"},
             "html_path": {"type": "path"},
             "junit_path": {"type": "path"},
@@ -636,6 +641,7 @@ def main():
     missing = _verdict.check_not_run(params["not_run"])
     meta = {
         "title": params["title"],
+        "heading": params["heading"],
         "generated": _validate_reuse.when(now),
         "measurement": measurement_note(params["measurement"]),
         "prediction": params["prediction"],

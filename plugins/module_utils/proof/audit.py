@@ -45,6 +45,10 @@ ACROSS_NODES = (
 Finding = Dict[str, Any]
 
 
+# The expected value of a finding that records what is there without judging it.
+NOTED = "any (recorded, not judged)"
+
+
 def finding(area: str, node: str, subject: str, status: str, name: str, seen: Any, expected: Any = "", action=""):
     if status not in STATUSES:
         raise ValueError(f"finding status {status!r}; allowed: {', '.join(STATUSES)}")
@@ -197,7 +201,7 @@ def driver(node: str, gd: Mapping[str, Any], has_nic: bool) -> List[Finding]:
             "ok",
             "kernel and CUDA",
             f"kernel {gd.get('kernel_release')}, CUDA {gd.get('cuda_version') or 'unknown'}",
-            "",
+            NOTED,
             f"CUDA from {gd.get('cuda_version_source') or 'nowhere'}",
         ),
     ]
@@ -269,7 +273,7 @@ def nccl(node: str, text: Optional[str], path: str, env: Mapping[str, Any], topo
     merged = dict(entries, **{str(k): str(v) for k, v in (env or {}).items()})
     if env:
         shown = ", ".join(f"{k}={v}" for k, v in sorted(env.items()))
-        out.append(finding("nccl", node, "environment", "ok", "NCCL_* in the environment", shown, ""))
+        out.append(finding("nccl", node, "environment", "ok", "NCCL_* in the environment", shown, NOTED))
     hca = merged.get("NCCL_IB_HCA")
     if hca:
         have = {str(n.get("rdma_device")) for n in topo.get("nics") or [] if n.get("rdma_device")}

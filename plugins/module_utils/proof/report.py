@@ -38,7 +38,7 @@ def render_text(checks: List[Dict[str, Any]], meta: Dict[str, Any], missing: Seq
     missing = list(missing)
     s = _gates.summary(checks)
     prediction = bool(meta.get("prediction"))
-    lines = [f"Validation report: {meta.get('title', 'gpufabric.rollout')}"]
+    lines = [meta.get("heading") or f"Validation report: {meta.get('title', 'gpufabric.rollout')}"]
     if prediction:
         lines.append(_verdict.PREDICTION)
     lines.append(

@@ -66,7 +66,7 @@ def test_h200_shape_reports_findings_and_changes_nothing(tmp_path, check):
     run, out = audit(tmp_path, sysroot, *(["--check"] if check else []))
     assert digest(sysroot) == before
     text = (out / "audit.txt").read_text()
-    assert text.startswith("Validation report: gpufabric.rollout audit")
+    assert text.startswith("Audit report: gpufabric.rollout (read-only; findings, not refusals)")
     assert "WARN host localhost RDMA NICs: discovery: rail (compute) NICs found" in text
     assert "GPU0: pcie: PCIe link at maximum = x16" in text
     assert "DMA-BUF" in text and "NOT RUN gpu localhost: probe: GPU probe" in text
