@@ -135,14 +135,25 @@ def test_the_secret_files_are_root_only_and_the_run_never_shows_them(tmp_path, s
                 "__storage_client_plan": {"nvme": nvme},
                 "__storage_client_nvme_pending": False,
                 "gpufabric_storage": lab_variables(
-                    gpufabric_storage=[{"name": "blocks", "nvmeof": {"dhchap_secret": HOST, "dhchap_ctrl_secret": CTRL}}]
+                    gpufabric_storage=[
+                        {"name": "blocks", "nvmeof": {"dhchap_secret": HOST, "dhchap_ctrl_secret": CTRL}}
+                    ]
                 )["gpufabric_storage"],
             }
         )
     )
     done = ansible_playbook(
-        tmp_path, "-i", "localhost,", "-e", "@vars.json", "-e", f"ansible_python_interpreter={sys.executable}",
-        "--diff", "-vvv", "play.yml", cwd=tmp_path,
+        tmp_path,
+        "-i",
+        "localhost,",
+        "-e",
+        "@vars.json",
+        "-e",
+        f"ansible_python_interpreter={sys.executable}",
+        "--diff",
+        "-vvv",
+        "play.yml",
+        cwd=tmp_path,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert HOST not in done.stdout + done.stderr and CTRL not in done.stdout + done.stderr, "the run showed a secret"

@@ -19,7 +19,6 @@ import yaml
 from storage_support import REPO, lab_variables, node_facts
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node as _plan_node
-from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import storage_readback as _storage_readback
 
 # Reuse the lab fixtures of tests/unit/storage/test_lab_storage.py.
 pristine = lab_storage.pristine

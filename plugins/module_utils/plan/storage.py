@@ -12,8 +12,9 @@ filesystems"), the LNet networks and their lnetctl YAML (Lustre manual "LNet con
 lnet/utils/lnetconfig/liblnetconfig.c), the NVMe-oF connections of the planned subsystem NQNs
 only (nvme-cli Documentation/nvme-connect.txt) and where their DH-HMAC-CHAP secrets are kept
 (never the secrets: storage_client reads them from the inventory), the nosuid,nodev of every
-host mount (mount(8)), the Storage Scale verbs settings (IBM Storage Scale RDMA tuning), the cuFile ``fs`` sections (NVIDIA GDS configuration guide) and what the read-back
-must find. ``record(section)`` is the part the cluster planner needs.
+host mount (mount(8)), the Storage Scale verbs settings (IBM Storage Scale RDMA tuning), the
+cuFile ``fs`` sections (NVIDIA GDS configuration guide) and what the read-back must find.
+``record(section)`` is the part the cluster planner needs.
 
 Pure Python (>= 3.8), no Ansible imports.
 """

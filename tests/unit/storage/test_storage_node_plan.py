@@ -65,8 +65,15 @@ def test_host_clients(check):
     nqn = "nqn.2026-01.io.gpufabric.lab:blocks"
     no_secrets = {"dhchap_secret": None, "dhchap_ctrl_secret": None}
     assert section["nvme"]["connections"] == [
-        {"name": "blocks", "nqn": nqn, "transport": "rdma", "traddr": "172.16.0.202", "trsvcid": "4420",
-         "host_traddr": host, "dhchap_files": no_secrets}
+        {
+            "name": "blocks",
+            "nqn": nqn,
+            "transport": "rdma",
+            "traddr": "172.16.0.202",
+            "trsvcid": "4420",
+            "host_traddr": host,
+            "dhchap_files": no_secrets,
+        }
         for host in ("172.16.0.2", "10.4.2.1")
     ]
     assert section["nvme"]["conf"].splitlines()[1:] == [
