@@ -32,6 +32,7 @@ except ImportError:  # pragma: no cover - older ansible-core renders any string
 from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import k8s_publish as _k8s_publish
 from ansible_collections.gpufabric.rollout.plugins.module_utils.intent import check as _intent
 from ansible_collections.gpufabric.rollout.plugins.module_utils.intent import rules as _intent_rules
+from ansible_collections.gpufabric.rollout.plugins.module_utils.intent import storage as _intent_storage
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import cluster as _plan_cluster
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node as _plan_node
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import skew as _skew
@@ -211,7 +212,8 @@ class ActionModule(ActionBase):
             if part in ("check_node", "check_cluster"):
                 entry = "node_intent" if part == "check_node" else "cluster_intent"
                 values = self._check(task_vars, entry, list(args.get("roles") or []))
-                result["gpufabric_intent"] = values
+                # Checked above; from here on (the result, the plan and its files) the secrets are masked.
+                result["gpufabric_intent"] = _intent_storage.mask_secrets(values)
             elif part == "node":
                 values = plain(task_vars.get("gpufabric_intent") or {})
                 facts = plain(self._template(args.get("facts") or {}))

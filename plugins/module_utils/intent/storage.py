@@ -10,9 +10,12 @@ the node planner's (_plan_storage). Every problem names the variable path and th
 
 from __future__ import annotations
 
+import base64
+import binascii
 import ipaddress
 import os
 import re
+import zlib
 from typing import Any, Dict, Mapping, Optional
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.check import show
@@ -42,10 +45,79 @@ STORAGE_OWNED_OPTIONS = {
     "lustre": {},
     "weka": {"net": "transport and nics", "num_cores": "weka.num_cores"},
 }
+# Every host mount gets nosuid,nodev unless the entry allows set-user-ID files or device nodes
+# (mount(8) "FILESYSTEM-INDEPENDENT MOUNT OPTIONS"); these options are the plan's, from those keys.
+SECURITY_OWNED_OPTIONS = {
+    "suid": "allow_suid",
+    "nosuid": "allow_suid",
+    "dev": "allow_devices",
+    "nodev": "allow_devices",
+}
 QUANTITY_RE = re.compile(r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$")
-NQN_RE = re.compile(r"^nqn\.[0-9]{4}-[0-9]{2}\.[a-z0-9][-a-z0-9.]*(:.+)?$")
+# NVMe Base Specification, "NVMe Qualified Names": nqn.YYYY-MM.reverse-domain:owner-string, or the
+# UUID form nqn.2014-08.org.nvmexpress:uuid:UUID; at most 223 bytes (UTF-8). The discovery NQN
+# (nqn.2014-08.org.nvmexpress.discovery) names a discovery controller, never a subsystem to plan.
+NQN_RE = re.compile(r"^nqn\.[0-9]{4}-(0[1-9]|1[0-2])\.[a-z0-9][-a-z0-9]*(\.[a-z0-9][-a-z0-9]*)+:[^\s,;=]+$")
+NQN_UUID_RE = re.compile(r"^nqn\.2014-08\.org\.nvmexpress:uuid:[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$")
+NQN_MAX_BYTES = 223
+# DH-HMAC-CHAP secrets in the NVMe Base Specification's representation ("Secret representation";
+# what nvme-cli gen-dhchap-key prints): DHHC-1:HH:BASE64: where HH is the hash the secret is
+# transformed with (00 none, 01 SHA-256, 02 SHA-384, 03 SHA-512) and BASE64 is the 32, 48 or 64
+# byte secret followed by its CRC-32, little-endian (the kernel checks it: nvme_auth_extract_key).
+DHCHAP_RE = re.compile(r"^DHHC-1:(0[0-3]):([A-Za-z0-9+/]+={0,2}):$")
+DHCHAP_LENGTHS = {"00": (32, 48, 64), "01": (32,), "02": (48,), "03": (64,)}
+DHCHAP_KEYS = ("dhchap_secret", "dhchap_ctrl_secret")
+MASK = "********"
 _LABEL = r"[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?"
 HOSTNAME_RE = re.compile(rf"^{_LABEL}(\.{_LABEL})*$")
+
+
+def nqn_problem(value: Any) -> Optional[str]:
+    """Why ``value`` is not the NQN of an NVMe subsystem, or None."""
+    text = str(value)
+    if len(text.encode("utf-8")) > NQN_MAX_BYTES:
+        return f"is longer than {NQN_MAX_BYTES} bytes"
+    if not (NQN_UUID_RE.fullmatch(text) or NQN_RE.fullmatch(text)):
+        return (
+            "is not an NVMe qualified name; allowed: nqn.YYYY-MM.reverse.domain:name (no spaces, commas, ';' or "
+            "'='), or nqn.2014-08.org.nvmexpress:uuid:UUID"
+        )
+    return None
+
+
+def dhchap_problem(value: Any) -> Optional[str]:
+    """Why ``value`` is not a DH-HMAC-CHAP secret, or None; never repeats the value."""
+    match = DHCHAP_RE.fullmatch(value) if isinstance(value, str) else None
+    if not match:
+        return "is not a DH-HMAC-CHAP secret; allowed: DHHC-1:00:BASE64: (00-03), as nvme gen-dhchap-key prints it"
+    try:
+        raw = base64.b64decode(match.group(2), validate=True)
+    except (binascii.Error, ValueError):
+        return "is not a DH-HMAC-CHAP secret: its key part is not base64"
+    key, crc = raw[:-4], raw[-4:]
+    if len(key) not in DHCHAP_LENGTHS[match.group(1)]:
+        sizes = " or ".join(str(n) for n in DHCHAP_LENGTHS[match.group(1)])
+        return f"is not a DH-HMAC-CHAP secret: hash {match.group(1)} needs a {sizes} byte key, it has {len(key)}"
+    if zlib.crc32(key) != int.from_bytes(crc, "little"):
+        return "is not a DH-HMAC-CHAP secret: its CRC-32 does not match (a character was changed or lost)"
+    return None
+
+
+def mask_secrets(values: Dict[str, Any]) -> Dict[str, Any]:
+    """``values`` with every DH-HMAC-CHAP secret of gpufabric_storage replaced by a mask: the checked intent
+    is returned by the plan action and feeds the plan files; the secrets stay in the inventory only
+    (storage_client reads them from there, no_log)."""
+    items = values.get("gpufabric_storage")
+    if not isinstance(items, list):
+        return values
+    masked = []
+    for fs in items:
+        nvmeof = fs.get("nvmeof") if isinstance(fs, Mapping) else None
+        if isinstance(nvmeof, Mapping) and any(nvmeof.get(k) for k in DHCHAP_KEYS):
+            nvmeof = {k: (MASK if k in DHCHAP_KEYS and v else v) for k, v in nvmeof.items()}
+            fs = {**fs, "nvmeof": nvmeof}
+        masked.append(fs)
+    return {**values, "gpufabric_storage": masked}
 
 
 def _ipv4(value: Any) -> bool:
@@ -149,11 +221,8 @@ def _storage_fs_rules(fs: Mapping[str, Any], p: str, label: str, values: Mapping
         problems.append(
             f"{p}.export: {show(export)} is not a Lustre filesystem name (1-8 letters, digits, '_' or '-') ({label})"
         )
-    elif backend == "nvmeof" and not (NQN_RE.fullmatch(str(export)) and len(str(export)) <= 223):
-        problems.append(
-            f"{p}.export: {show(export)} is not an NVMe qualified name (nqn.YYYY-MM.reverse-domain:..., at most "
-            f"223 bytes) ({label})"
-        )
+    elif backend == "nvmeof" and nqn_problem(export):
+        problems.append(f"{p}.export: {show(export)} {nqn_problem(export)} ({label})")
     elif backend in ("weka", "gpfs") and not re.fullmatch(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$", str(export)):
         problems.append(f"{p}.export: {show(export)} is not a filesystem name (letters, digits, '_', '.', '-')")
     # --- transport, port and the backend's own settings
@@ -187,7 +256,7 @@ def _storage_fs_rules(fs: Mapping[str, Any], p: str, label: str, values: Mapping
             f"{p}.mount_options: {label} is mounted by Storage Scale with the options of its filesystem (mmchfs -o); "
             "leave mount_options empty"
         )
-    owned = STORAGE_OWNED_OPTIONS.get(backend, {})
+    owned = {**STORAGE_OWNED_OPTIONS.get(backend, {}), **SECURITY_OWNED_OPTIONS}
     for i, option in enumerate(fs.get("mount_options") or []):
         key = str(option).split("=", 1)[0].strip()
         if key in owned:
@@ -200,6 +269,25 @@ def _storage_fs_rules(fs: Mapping[str, Any], p: str, label: str, values: Mapping
                 f"{p}.mount_options[{i}]: {show(option)} is not allowed; give one option per item, and no noauto "
                 "(the mount must come back at boot)"
             )
+    for key in ("allow_suid", "allow_devices"):
+        if fs.get(key) and not point:
+            problems.append(f"{p}.{key}: true, but {label} has no host mount (mount_point) it would apply to")
+    # --- NVMe-oF in-band authentication (secrets are never repeated in a problem)
+    nvmeof = fs.get("nvmeof") or {}
+    for key in DHCHAP_KEYS:
+        secret = nvmeof.get(key)
+        if secret in (None, ""):
+            continue
+        if backend != "nvmeof":
+            continue
+        why = dhchap_problem(secret)
+        if why:
+            problems.append(f"{p}.nvmeof.{key}: the value given (not shown) {why} ({label})")
+    if backend == "nvmeof" and nvmeof.get("dhchap_ctrl_secret") and not nvmeof.get("dhchap_secret"):
+        problems.append(
+            f"{p}.nvmeof.dhchap_ctrl_secret: needs nvmeof.dhchap_secret as well (the controller is authenticated "
+            f"only within a host authentication) ({label})"
+        )
     # --- GDS
     gds = fs.get("gds")
     if gds and not values.get("gpufabric_gds_enabled", True):

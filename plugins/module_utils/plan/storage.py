@@ -9,10 +9,12 @@ that does not exist or cannot carry an RDMA mount, decides whether GPUDirect Sto
 (refusing ``gds: true`` where it cannot), and plans the host client: kernel modules, mount
 source and options (nfs(5); Lustre manual "Mounting a Lustre client"; docs.weka.io "Mount
 filesystems"), the LNet networks and their lnetctl YAML (Lustre manual "LNet configuration",
-lnet/utils/lnetconfig/liblnetconfig.c), the NVMe-oF discovery.conf lines (nvme-cli
-Documentation/nvme-discover.txt), the Storage Scale verbs settings (IBM Storage Scale RDMA
-tuning), the cuFile ``fs`` sections (NVIDIA GDS configuration guide) and what the read-back
-must find. ``record(section)`` is the part the cluster planner needs.
+lnet/utils/lnetconfig/liblnetconfig.c), the NVMe-oF connections of the planned subsystem NQNs
+only (nvme-cli Documentation/nvme-connect.txt) and where their DH-HMAC-CHAP secrets are kept
+(never the secrets: storage_client reads them from the inventory), the nosuid,nodev of every
+host mount (mount(8)), the Storage Scale verbs settings (IBM Storage Scale RDMA tuning), the
+cuFile ``fs`` sections (NVIDIA GDS configuration guide) and what the read-back must find.
+``record(section)`` is the part the cluster planner needs.
 
 Pure Python (>= 3.8), no Ansible imports.
 """
@@ -22,11 +24,15 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.storage import storage_pods
+from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.storage import DHCHAP_KEYS, storage_pods
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca as _doca
 from ansible_collections.gpufabric.rollout.plugins.module_utils.shared import storage_backends as B
 
 SHA256_RE = re.compile(r"[0-9a-fA-F]{64}")
+# NVMe-oF files of storage_client: the connections it makes (now and at boot, by
+# gpufabric-nvmeof-connect) and the DH-HMAC-CHAP secrets, root only.
+NVME_DIR = "/etc/nvme/gpufabric"
+NVME_CONF = f"{NVME_DIR}/connect.conf"
 
 
 # --------------------------------------------------------------------------------------------- NICs
@@ -209,8 +215,14 @@ def _mount(fs: Mapping[str, Any], nics: List[Dict[str, Any]], port: Optional[int
     else:
         return None
     mount["options"] = [*mount["options"], *list(fs.get("mount_options") or [])]
-    mount["fstab_options"] = ",".join([*mount["options"], *mount.pop("host_options")])
+    mount["security_options"] = security_options(fs)
+    mount["fstab_options"] = ",".join([*mount["options"], *mount["security_options"], *mount.pop("host_options")])
     return mount
+
+
+def security_options(fs: Mapping[str, Any]) -> List[str]:
+    """nosuid and nodev on a host mount unless the entry allows set-user-ID files or device nodes (mount(8))."""
+    return [opt for opt, allow in (("nosuid", "allow_suid"), ("nodev", "allow_devices")) if not fs.get(allow)]
 
 
 def _record(fs: Mapping[str, Any], port: Optional[int], mount: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
@@ -234,10 +246,31 @@ def _record(fs: Mapping[str, Any], port: Optional[int], mount: Optional[Mapping[
         "mount_point": fs.get("mount_point") or None,
         "mount_options": list((mount or {}).get("options") or []),
         "lustre": {"nids": list((mount or {}).get("nids") or [])} if fs["backend"] == "lustre" else None,
-        "nvmeof": dict(fs.get("nvmeof") or {}) if fs["backend"] == "nvmeof" else None,
+        "nvmeof": _public(fs.get("nvmeof")) if fs["backend"] == "nvmeof" else None,
         "gpfs": dict(fs.get("gpfs") or {}) if fs["backend"] == "gpfs" else None,
         "k8s": k8s,
     }
+
+
+def _public(nvmeof: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
+    """The NVMe-oF settings without the DH-HMAC-CHAP secrets (the record is stored and compared)."""
+    return {k: v for k, v in (nvmeof or {}).items() if k not in DHCHAP_KEYS}
+
+
+def _dhchap_files(name: str, nvmeof: Mapping[str, Any]) -> Dict[str, Optional[str]]:
+    """Where storage_client keeps each secret the entry gives (0600, root); None for one it does not give."""
+    return {key: (f"{NVME_DIR}/{name}.{key.replace('_', '-')}" if nvmeof.get(key) else None) for key in DHCHAP_KEYS}
+
+
+def nvme_conf(connections: List[Mapping[str, Any]]) -> str:
+    """The connections file gpufabric-nvmeof-connect reads: one path per line, '-' for none:
+    NQN TRANSPORT TRADDR TRSVCID HOST_TRADDR HOST_SECRET_FILE CTRL_SECRET_FILE."""
+    lines = ["# Managed by Ansible (gpufabric.rollout storage_client): the planned NVMe-oF paths, nothing else."]
+    for c in connections:
+        fields = [c["nqn"], c["transport"], c["traddr"], c["trsvcid"], c.get("host_traddr")]
+        fields += [c["dhchap_files"].get(key) for key in DHCHAP_KEYS]
+        lines.append(" ".join(str(f) if f else "-" for f in fields))
+    return "\n".join(lines) + "\n"
 
 
 # --------------------------------------------------------------------------------------------- node-wide
@@ -310,6 +343,7 @@ def storage_section(
         if fs["backend"] == "nvmeof":
             entry["nvmeof"] = {
                 "nqn": fs["export"],
+                "dhchap_files": _dhchap_files(fs["name"], fs.get("nvmeof") or {}),
                 "transport": fs["transport"],
                 "trsvcid": port,
                 "paths": [
@@ -397,14 +431,43 @@ def _node_wide(
                 "gpufabric_storage: nvmeof.multipath differs between the NVMe-oF filesystems "
                 f"({', '.join(fs['name'] for fs in nvmeof)}); nvme_core multipath is one setting per node"
             )
-        lines = []
-        for fs in nvmeof:
-            for path in fs["nvmeof"]["paths"]:
-                line = f"--transport={fs['transport']} --traddr={path['traddr']} --trsvcid={fs['nvmeof']['trsvcid']}"
-                if path.get("host_traddr"):
-                    line += f" --host-traddr={path['host_traddr']}"
-                lines.append(line)
-        nvme = {"discovery": _unique(lines), "multipath": bool(nvmeof[0]["nvmeof"]["multipath"])}
+        # Each planned path is one `nvme connect` of the planned NQN (never connect-all, which attaches every
+        # subsystem a discovery controller offers this host).
+        connections = _unique(
+            [
+                {
+                    "name": fs["name"],
+                    "nqn": fs["nvmeof"]["nqn"],
+                    "transport": fs["transport"],
+                    "traddr": path["traddr"],
+                    "trsvcid": str(fs["nvmeof"]["trsvcid"]),
+                    "host_traddr": path.get("host_traddr"),
+                    "dhchap_files": fs["nvmeof"]["dhchap_files"],
+                }
+                for fs in nvmeof
+                for path in fs["nvmeof"]["paths"]
+            ]
+        )
+        nvme = {
+            "connections": connections,
+            "conf": nvme_conf(connections),
+            "conf_path": NVME_CONF,
+            "dir": NVME_DIR,
+            "secret_files": [
+                {"name": fs["name"], "key": key, "path": path}
+                for fs in nvmeof
+                for key, path in fs["nvmeof"]["dhchap_files"].items()
+                if path
+            ],
+            # A secret no longer given: its file goes.
+            "secret_files_absent": [
+                f"{NVME_DIR}/{fs['name']}.{key.replace('_', '-')}"
+                for fs in nvmeof
+                for key, path in fs["nvmeof"]["dhchap_files"].items()
+                if not path
+            ],
+            "multipath": bool(nvmeof[0]["nvmeof"]["multipath"]),
+        }
     gpfs = None
     scale = [fs for fs in filesystems if fs["backend"] == "gpfs"]
     if scale:

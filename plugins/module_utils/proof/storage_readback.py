@@ -24,6 +24,7 @@ from typing import Any, Dict, List, Mapping, Optional
 from ansible_collections.gpufabric.rollout.plugins.module_utils.shared import storage_backends as B
 
 _ESCAPE = re.compile(r"\\([0-7]{3})")
+DISCOVERY_NQN = "nqn.2014-08.org.nvmexpress.discovery"
 
 
 def _unescape(text: str) -> str:
@@ -150,6 +151,10 @@ def _check_mount(fs: Mapping[str, Any], observed: Mapping[str, Any], problems: L
         if got != want:
             shown = got if got is not None else "(none)"
             problems.append(f"{fs['mount_point']} has {key}={shown}, planned {key}={want}")
+    # nosuid / nodev are per-mount flags the kernel shows first (proc(5), /proc/mounts "options").
+    for flag in plan.get("security_options") or []:
+        if flag not in (mount.get("option_list") or []):
+            problems.append(f"{fs['mount_point']} is mounted without {flag}, planned {flag}")
     if fs["backend"] == "weka":
         # The client's NICs, where the mount shows them (the lab's does; check a real client with weka local resources).
         nets = [o for o in mount.get("option_list") or [] if o.startswith("net=")]
@@ -275,6 +280,7 @@ def check(section: Mapping[str, Any], observed: Mapping[str, Any]) -> Dict[str, 
             _check_gpfs(fs, section, observed, problems)
         _check_gds(fs, observed, problems)
         result["filesystems"][fs["name"]] = {"backend": fs["backend"], "ok": not problems, "problems": problems}
+    result["warnings"] = unplanned_nvme(section, observed)
     result["problems"] = [f"node: {p}" for p in result["node"]] + [
         f"filesystem {name!r} ({item['backend']}): {p}"
         for name, item in result["filesystems"].items()
@@ -296,6 +302,23 @@ def lnet_missing(section: Mapping[str, Any], observed: Mapping[str, Any]) -> Lis
             if nid not in up:
                 out.append({"net": net["net"], "interface": interface, "nid": nid})
     return out
+
+
+def unplanned_nvme(section: Mapping[str, Any], observed: Mapping[str, Any]) -> List[str]:
+    """NVMe-oF subsystems connected on this node that no filesystem plans. They are reported and left connected:
+    disconnecting one could take a namespace from a running workload (nvme disconnect -n NQN does it)."""
+    planned = {fs["nvmeof"]["nqn"] for fs in section.get("filesystems") or [] if fs.get("nvmeof")}
+    found: Dict[str, List[str]] = {}
+    for ctrl in (observed.get("nvme") or {}).get("controllers") or []:
+        nqn = ctrl.get("subsysnqn")
+        if ctrl.get("transport") in (None, "", "pcie") or not nqn or nqn in planned or nqn == DISCOVERY_NQN:
+            continue
+        found.setdefault(nqn, []).append(str(ctrl.get("name") or "?"))
+    return [
+        f"NVMe-oF subsystem {nqn} is connected ({', '.join(names)}) but not planned; left connected (disconnecting "
+        "could take a namespace from a running workload): nvme disconnect -n NQN removes it"
+        for nqn, names in sorted(found.items())
+    ]
 
 
 def nvme_missing(section: Mapping[str, Any], observed: Mapping[str, Any]) -> List[str]:

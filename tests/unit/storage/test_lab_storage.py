@@ -110,8 +110,7 @@ def carry_out(lab, section, nvme_multipath=True):
     run(lab, "lnetctl", "import", str(lab / "etc/lnet.conf"))
     (lab / "etc/nvme").mkdir(parents=True)
     (lab / "etc/nvme/hostnqn").write_text("nqn.2014-08.org.nvmexpress:uuid:0c1b6c2e-5d0e-4a6b-9f7e-1d2c3b4a5f60\n")
-    (lab / "etc/nvme/discovery.conf").write_text("\n".join(section["nvme"]["discovery"]) + "\n")
-    run(lab, "nvme", "connect-all")
+    connect_nvme(lab, section)
     weka_agent = lab / "sysroot/run/gpufabric-lab/weka-agent"
     weka_agent.parent.mkdir(parents=True, exist_ok=True)
     weka_agent.touch()
@@ -133,6 +132,28 @@ def carry_out(lab, section, nvme_multipath=True):
     )
     run(lab, "mmfs", "mmbuildgpl")
     run(lab, "mmfs", "mmstartup")
+
+
+CONNECT = REPO / "roles" / "storage_client" / "files" / "gpufabric-nvmeof-connect"
+
+
+def connect_nvme(lab, section, check=True):
+    """storage_client's gpufabric-nvmeof-connect over the plan's connections file, with the lab's nvme and
+    modprobe first in PATH (as systemd's PATH has /usr/local/sbin first); the plan's /etc/nvme/gpufabric
+    paths (secret files) are under the lab root."""
+    nvme = section["nvme"]
+    conf = lab / nvme["conf_path"].lstrip("/")
+    conf.parent.mkdir(parents=True, exist_ok=True)
+    conf.write_text(nvme["conf"].replace(f" {nvme['dir']}/", f" {lab / nvme['dir'].lstrip('/')}/"))
+    env = dict(os.environ, GPUFABRIC_LAB_ROOT=str(lab), GPUFABRIC_LAB_HOSTNAME="storage-node1")
+    env["GPUFABRIC_LAB_REAL_NVME"] = str(lab / "usr/sbin/nvme")
+    env["PATH"] = f"{lab / 'usr/local/sbin'}:{env.get('PATH', '')}"
+    done = subprocess.run(
+        ["sh", str(CONNECT), str(conf), str(lab / "sysroot")], capture_output=True, text=True, env=env, check=False
+    )
+    if check:
+        assert done.returncode == 0, done.stderr
+    return done
 
 
 class Runner:
@@ -205,8 +226,8 @@ def test_the_plan_carried_out_reads_back_clean(lab, plan):
     assert observed["gpfs"]["config"]["verbsPorts"] == "mlx5_2/1" and observed["gpfs"]["state"] == "active"
     assert observed["modules"]["ko2iblnd"]["params"]["tos"] == "106"
     assert observed["modules"]["rpcrdma"]["version"] == "24.10.OFED.24.10.1.1.4.1", "DOCA's NFS-RDMA build"
-    # A second carry-out changes nothing the read-back sees: connect-all skips connected paths.
-    assert run(lab, "nvme", "connect-all").returncode == 0
+    # A second carry-out changes nothing the read-back sees: the connect script skips connected paths.
+    assert connect_nvme(lab, plan["storage_client"]).stdout == ""
     assert len([c for c in readback(lab, plan)[1]["nvme"]["controllers"] if c["transport"] == "rdma"]) == 2
 
 

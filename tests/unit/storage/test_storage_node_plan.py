@@ -43,12 +43,12 @@ def test_host_clients(check):
     assert section["modules"] == ["rpcrdma", "lnet", "ko2iblnd", "nvme-fabrics", "nvme-rdma"]
     nfs = fss["datasets"]["mount"]
     assert nfs["src"] == "172.16.0.200:/export/datasets"
-    assert nfs["fstab_options"] == "vers=4.1,proto=rdma,port=20049,nconnect=4,_netdev"
+    assert nfs["fstab_options"] == "vers=4.1,proto=rdma,port=20049,nconnect=4,nosuid,nodev,_netdev"
     assert nfs["expect_fstype"] == "nfs4"
     assert nfs["expect_options"] == {"proto": "rdma", "port": "20049", "vers": "4.1", "nconnect": "4"}
     lustre = fss["scratch"]["mount"]
     assert lustre["src"] == "172.16.0.201@o2ib:/scratch"
-    assert lustre["fstab_options"].startswith("flock,_netdev,x-systemd.requires=lnet.service")
+    assert lustre["fstab_options"].startswith("flock,nosuid,nodev,_netdev,x-systemd.requires=lnet.service")
     assert section["lnet"]["networks"] == [
         {"net": "o2ib", "interfaces": ["enp24s0np0", "enp31s0np0"], "nids": ["10.0.2.1@o2ib", "10.1.2.1@o2ib"]}
     ]
@@ -62,13 +62,25 @@ def test_host_clients(check):
         "              0: enp31s0np0\n"
     )
     assert section["lnet"]["o2ib_tos"] == 106, "ko2iblnd takes the fabric's RoCE ToS"
-    assert section["nvme"] == {
-        "discovery": [
-            "--transport=rdma --traddr=172.16.0.202 --trsvcid=4420 --host-traddr=172.16.0.2",
-            "--transport=rdma --traddr=172.16.0.202 --trsvcid=4420 --host-traddr=10.4.2.1",
-        ],
-        "multipath": True,
-    }
+    nqn = "nqn.2026-01.io.gpufabric.lab:blocks"
+    no_secrets = {"dhchap_secret": None, "dhchap_ctrl_secret": None}
+    assert section["nvme"]["connections"] == [
+        {
+            "name": "blocks",
+            "nqn": nqn,
+            "transport": "rdma",
+            "traddr": "172.16.0.202",
+            "trsvcid": "4420",
+            "host_traddr": host,
+            "dhchap_files": no_secrets,
+        }
+        for host in ("172.16.0.2", "10.4.2.1")
+    ]
+    assert section["nvme"]["conf"].splitlines()[1:] == [
+        f"{nqn} rdma 172.16.0.202 4420 172.16.0.2 - -",
+        f"{nqn} rdma 172.16.0.202 4420 10.4.2.1 - -",
+    ]
+    assert section["nvme"]["secret_files"] == [] and section["nvme"]["multipath"] is True
     assert fss["blocks"]["mount"] is None
     weka = fss["checkpoints"]["mount"]
     assert weka["src"] == "172.16.0.203,172.16.0.204/checkpoints"
