@@ -16,9 +16,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "controlplane"))
-from controlplane_support import NODES, private_cluster  # noqa: E402
+from controlplane_support import NODES, private_cluster
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import jobs as _jobs  # noqa: E402
+from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import jobs as _jobs
 
 IMAGE = "ghcr.io/coreweave/nccl-tests:12.9.1-devel-ubuntu22.04-nccl2.28.3-1-8b67957"  # validate_nccl_image
 WRITES = {"create", "update", "patch", "delete", "deletecollection", "*"}
@@ -26,7 +26,9 @@ WRITES = {"create", "update", "patch", "delete", "deletecollection", "*"}
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    with private_cluster(tmp_path_factory.mktemp("kube"), tmp_path_factory.mktemp("sysroots"), dict(list(NODES.items())[:1])) as c:
+    with private_cluster(
+        tmp_path_factory.mktemp("kube"), tmp_path_factory.mktemp("sysroots"), dict(list(NODES.items())[:1])
+    ) as c:
         yield c
 
 
@@ -121,10 +123,16 @@ def test_no_pod_security_relabel_of_a_namespace(cluster):
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        (lambda pod: pod["volumes"].append({"name": "root", "hostPath": {"path": "/"}}), "Secret, ConfigMap and emptyDir"),
+        (
+            lambda pod: pod["volumes"].append({"name": "root", "hostPath": {"path": "/"}}),
+            "Secret, ConfigMap and emptyDir",
+        ),
         (lambda pod: pod["containers"][0].update(image="docker.io/library/busybox:1.37"), "the planned image"),
         (lambda pod: pod["containers"][0]["securityContext"].update(privileged=True), "IPC_LOCK only"),
-        (lambda pod: pod["containers"][0]["securityContext"]["capabilities"]["add"].append("SYS_ADMIN"), "IPC_LOCK only"),
+        (
+            lambda pod: pod["containers"][0]["securityContext"]["capabilities"]["add"].append("SYS_ADMIN"),
+            "IPC_LOCK only",
+        ),
         (lambda pod: pod.update(hostPID=True), "PID or IPC"),
         (lambda pod: pod.update(serviceAccountName="admin"), "default ServiceAccount"),
     ],
