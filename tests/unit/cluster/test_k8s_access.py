@@ -252,10 +252,10 @@ def _validate_checks(plan: Dict[str, Any]) -> List[Dict[str, str]]:
     return _k8s_access.expand(_k8s_access.apply_rules(objects) + namespaced)
 
 
-# The CRDs network_operator and gpu_operator apply by name (their __<role>_crds), every one they can.
+# The CRDs network_operator and gpu_operator apply by name (their __<role>_crd_names), every one they can.
 CRDS_BY_ROLE = {
-    "network_operator": {"__network_operator_crds": sorted(set(_network_objects.CRD_NAMES.values()))},
-    "gpu_operator": {"__gpu_operator_crds": ["clusterpolicies.nvidia.com", "nvidiadrivers.nvidia.com"]},
+    "network_operator": {"__network_operator_crd_names": sorted(set(_network_objects.CRD_NAMES.values()))},
+    "gpu_operator": {"__gpu_operator_crd_names": ["clusterpolicies.nvidia.com", "nvidiadrivers.nvidia.com"]},
 }
 
 
