@@ -47,6 +47,12 @@ options:
           all namespaces.
         type: str
         default: ""
+      names:
+        description: The objects the verbs are used on, one check each; for permissions granted
+          by name only (RBAC C(resourceNames)). Empty for any object.
+        type: list
+        elements: str
+        default: []
   purpose:
     description: What needs the permissions (a role name), for the failure message.
     type: str
@@ -200,6 +206,7 @@ def main():
                 resources=dict(type="list", elements="str", required=True),
                 verbs=dict(type="list", elements="str", required=True, choices=list(_k8s_access.VERBS)),
                 namespace=dict(type="str", default=""),
+                names=dict(type="list", elements="str", default=[]),
             ),
         ),
         purpose=dict(type="str", default=""),

@@ -22,8 +22,9 @@ ADMIN = [
 
 def _shipped_rules():
     items = yaml.safe_load(RBAC.read_text())["items"]
-    role = next(i for i in items if i["kind"] == "ClusterRole")
-    return [{"verbs": r["verbs"], "apiGroups": r["apiGroups"], "resources": r["resources"]} for r in role["rules"]]
+    role = next(i for i in items if i["kind"] == "ClusterRole" and i["metadata"]["name"] == "gpufabric-rollout")
+    keys = ("verbs", "apiGroups", "resources", "resourceNames")
+    return [{k: r[k] for k in keys if k in r} for r in role["rules"]]
 
 
 def test_an_admin_identity_is_named_with_its_wildcard_rule():
@@ -41,10 +42,20 @@ def test_the_shipped_identity_holds_no_excess():
 def test_the_module_knows_the_shipped_cluster_role():
     shipped = {}
     for rule in _shipped_rules():
+        if rule.get("resourceNames"):
+            continue  # narrowed to named objects: no blanket grant
         for group in rule["apiGroups"]:
             for resource in rule["resources"]:
                 shipped[(group, resource)] = tuple(rule["verbs"])
     assert shipped == _k8s_access.SHIPPED_CLUSTER_RULES
+
+
+def test_crds_are_patched_by_name_only_and_those_the_collection_installs():
+    named = [r for r in _shipped_rules() if r.get("resourceNames")]
+    assert [(r["apiGroups"], r["resources"], r["verbs"]) for r in named] == [
+        (["apiextensions.k8s.io"], ["customresourcedefinitions"], ["patch"])
+    ]
+    assert sorted(named[0]["resourceNames"]) == list(_k8s_access.COLLECTION_CRDS)
 
 
 def test_one_more_verb_or_resource_is_named():

@@ -3,14 +3,16 @@
 """Which Kubernetes permissions a role needs, and how to say which ones are missing.
 
 Pure and typed. A rule is the shape of an RBAC PolicyRule narrowed to what a role does:
-``{api_group, resources, verbs, namespace}`` (``namespace`` unset or empty: cluster-scoped
-objects, or every namespace). `expand()` turns rules into one check per (verb, resource,
-namespace) in the shape of a SelfSubjectAccessReview's ``resourceAttributes``;
+``{api_group, resources, verbs, namespace, names}`` (``namespace`` unset or empty: cluster-scoped
+objects, or every namespace; ``names``: the objects the verbs are used on, for a grant narrowed by
+``resourceNames``). `expand()` turns rules into one check per (verb, resource, namespace, name) in
+the shape of a SelfSubjectAccessReview's ``resourceAttributes``;
 `missing_message()` words the refusal so that it names each verb and resource.
 """
 
 from __future__ import annotations
 
+import itertools
 from typing import Any, Dict, List, Optional
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import network_objects as _cluster_objects
@@ -68,19 +70,20 @@ def expand(rules: List[Dict[str, Any]]) -> List[Dict[str, str]]:
             raise AccessRuleError(f"rules[{index}].verbs: {', '.join(map(str, bad))} not one of {', '.join(VERBS)}")
         group = rule.get("api_group") or ""
         namespace = rule.get("namespace") or ""
-        for resource in resources:
+        for resource, verb, obj in itertools.product(resources, verbs, rule.get("names") or [""]):
             name, _slash, sub = str(resource).partition("/")
-            for verb in verbs:
-                key = (group, name, sub, namespace, verb)
-                if key in seen:
-                    continue
-                seen.add(key)
-                attrs = {"group": group, "resource": name, "verb": verb}
-                if sub:
-                    attrs["subresource"] = sub
-                if namespace:
-                    attrs["namespace"] = namespace
-                checks.append(attrs)
+            key = (group, name, sub, namespace, verb, obj)
+            if key in seen:
+                continue
+            seen.add(key)
+            attrs = {"group": group, "resource": name, "verb": verb}
+            if sub:
+                attrs["subresource"] = sub
+            if namespace:
+                attrs["namespace"] = namespace
+            if obj:
+                attrs["name"] = str(obj)
+            checks.append(attrs)
     return checks
 
 
@@ -134,7 +137,8 @@ def describe(check: Dict[str, str]) -> str:
     if check.get("group"):
         resource += "." + check["group"]
     where = f"in namespace {check['namespace']}" if check.get("namespace") else "cluster-wide"
-    return f"{check['verb']} {resource} ({where})"
+    named = f" {check['name']}" if check.get("name") else ""
+    return f"{check['verb']} {resource}{named} ({where})"
 
 
 def missing_message(user: Optional[Dict[str, Any]], missing: List[Dict[str, str]], purpose: str, grant: str) -> str:
@@ -153,17 +157,18 @@ def missing_message(user: Optional[Dict[str, Any]], missing: List[Dict[str, str]
 
 
 # What the shipped ClusterRole (docs/rbac/gpufabric-rollout.yaml, kind ClusterRole) grants
-# cluster-wide, as {(api group, resource): verbs}; tests/unit/cluster keeps the two equal. An
-# identity whose rules in a namespace the collection never writes (``BROAD_PROBE_NAMESPACE``) reach
-# beyond this can do more than the collection needs: an administrator's kubeconfig, typically.
+# cluster-wide on any object, as {(api group, resource): verbs}; tests/security keeps the two equal.
+# An identity whose rules in a namespace the collection never writes (``BROAD_PROBE_NAMESPACE``)
+# reach beyond this can do more than the collection needs: an administrator's kubeconfig, typically.
+# ConfigMaps, claims, Jobs, Services and Secrets are granted by Roles in the namespaces the plan
+# names, never here.
 SHIPPED_CLUSTER_RULES = {
-    ("apiextensions.k8s.io", "customresourcedefinitions"): ("get", "create", "patch"),
+    ("apiextensions.k8s.io", "customresourcedefinitions"): ("get", "create"),
     ("", "nodes"): ("get", "list", "patch"),
-    ("", "namespaces"): ("get", "create", "patch"),
+    ("", "namespaces"): ("get", "create"),
     ("", "pods"): ("get", "list"),
     ("", "pods/eviction"): ("create",),
     ("policy", "poddisruptionbudgets"): ("list",),
-    ("", "configmaps"): ("get", "list", "create", "patch", "delete"),
     ("mellanox.com", "nicclusterpolicies"): ("get", "list", "create", "patch", "delete"),
     ("mellanox.com", "nicnodepolicies"): ("get", "list", "create", "patch", "delete"),
     ("nv-ipam.nvidia.com", "ippools"): ("get", "list", "create", "patch", "delete"),
@@ -176,9 +181,14 @@ SHIPPED_CLUSTER_RULES = {
     ("sriovnetwork.openshift.io", "sriovnetworkpoolconfigs"): ("get", "list", "create", "patch", "delete"),
     ("storage.k8s.io", "storageclasses"): ("get", "list", "create", "patch", "delete"),
     ("", "persistentvolumes"): ("get", "list", "create", "patch", "delete"),
-    ("", "persistentvolumeclaims"): ("get", "list", "create", "patch", "delete"),
     ("csi.ibm.com", "csiscaleoperators"): ("get", "list", "create", "patch", "delete"),
 }
+# The CRDs the collection installs (network_operator_crds_dir: the network kinds; gpu_operator_crds_dir:
+# the GPU Operator's two, plan/gpu_operator.py), the only ones the shipped ClusterRole lets it patch
+# (resourceNames) and the admission policy lets it create.
+COLLECTION_CRDS = tuple(
+    sorted(set(_cluster_objects.CRD_NAMES.values()) | {"clusterpolicies.nvidia.com", "nvidiadrivers.nvidia.com"})
+)
 # Every authenticated user may ask about itself (the system:basic-user ClusterRole); not an excess.
 _SELF_REVIEWS = {
     ("authorization.k8s.io", "selfsubjectaccessreviews"),

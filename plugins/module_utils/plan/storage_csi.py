@@ -45,6 +45,8 @@ DRIVER_NAMES = {
     "gpfs": "spectrumscale.csi.ibm.com",
     "nvmeof": "csi.nvmf.com",
 }
+# The static volumes' claims' namespace unless gpufabric_storage names another (k8s.namespace).
+CLAIM_NAMESPACE = "default"
 # The kinds of custom resources the plan writes, and their CRDs (the CRD's plural is the RBAC resource).
 CRD_NAMES = {"CSIScaleOperator": "csiscaleoperators.csi.ibm.com"}
 # Images the charts and manifests reference by default, so that a mirror can take each one.
@@ -437,6 +439,13 @@ def plan(
     secret_namespaces.update(
         o["metadata"]["namespace"] for part in objects.values() for o in part if o["kind"] == "Secret"
     )
+    # Where the static volumes' claims live, listed there (not in every namespace: the shipped RBAC
+    # grants claims by Role in these namespaces only): "default", the claims' namespace unless
+    # gpufabric_storage names another, and the namespace of every planned claim.
+    claim_namespaces = {CLAIM_NAMESPACE}
+    claim_namespaces.update(
+        o["metadata"]["namespace"] for part in objects.values() for o in part if o["kind"] == "PersistentVolumeClaim"
+    )
     labels: Dict[str, Dict[str, str]] = {}
     for fs in fss:
         for node in where.get(fs["name"], []):
@@ -460,6 +469,11 @@ def plan(
         "secret_prune_kinds": [
             {"api_group": "", "version": "v1", "resources": ["secrets"], "namespace": namespace}
             for namespace in sorted(n for n in secret_namespaces if n)
+        ],
+        # storage_csi lists (to prune, and to find the claims about to leave) in these namespaces only
+        "claim_prune_kinds": [
+            {"api_group": "", "version": "v1", "resources": ["persistentvolumeclaims"], "namespace": namespace}
+            for namespace in sorted(claim_namespaces)
         ],
         "node_labels": {node: dict(sorted(v.items())) for node, v in sorted(labels.items())},
         # the key prefixes node_labels owns: the label of a filesystem or backend gone is removed

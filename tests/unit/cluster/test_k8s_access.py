@@ -7,7 +7,7 @@ from __future__ import annotations
 import importlib.util
 import itertools
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 import jinja2
 import pytest
@@ -17,6 +17,7 @@ from intent_support import cluster_plan
 from ansible_collections.gpufabric.rollout.plugins.filter.cluster_plan import FilterModule
 from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import k8s_access as _k8s_access
 from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import k8s_publish as _k8s_publish
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import network_objects as _network_objects
 from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import jobs as _validate_jobs
 
 REPO = Path(__file__).resolve().parents[3]
@@ -194,30 +195,39 @@ class Rbac:
         for ns, rule in self.grants:
             if ns and ns != check.get("namespace"):
                 continue
+            if rule.get("resourceNames") and check.get("name") not in rule["resourceNames"]:
+                continue
             if check["group"] in rule["apiGroups"] and resource in rule["resources"] and check["verb"] in rule["verbs"]:
                 return True
         return False
 
     def granted(self):
         for ns, rule in self.grants:
-            for group, resource, verb in itertools.product(rule["apiGroups"], rule["resources"], rule["verbs"]):
+            names = rule.get("resourceNames") or [""]
+            for group, resource, verb, obj in itertools.product(
+                rule["apiGroups"], rule["resources"], rule["verbs"], names
+            ):
                 name, _slash, sub = resource.partition("/")
                 check = {"group": group, "resource": name, "verb": verb}
                 if sub:
                     check["subresource"] = sub
                 if ns:
                     check["namespace"] = ns
+                if obj:
+                    check["name"] = obj
                 yield check
 
 
-def _role_vars(role: str, table: str) -> Any:
-    """A role's access table with its templates rendered against the role's defaults."""
-    defaults = yaml.safe_load((REPO / "roles" / role / "defaults" / "main.yml").read_text())
+def _role_vars(role: str, table: str, extra: Optional[Dict[str, Any]] = None) -> Any:
+    """A role's access table with its templates rendered against the role's defaults (and `extra`)."""
+    defaults = dict(yaml.safe_load((REPO / "roles" / role / "defaults" / "main.yml").read_text()), **(extra or {}))
     raw = yaml.safe_load((REPO / "roles" / role / "vars" / "main.yml").read_text())[table]
     env = jinja2.Environment(undefined=jinja2.StrictUndefined)
 
     def render(value):
         if isinstance(value, str):
+            if value.startswith("{{") and value.endswith("}}") and value[2:-2].strip() in defaults:
+                return defaults[value[2:-2].strip()]  # a whole value (a list), as Ansible's native types keep it
             return env.from_string(value).render(**defaults)
         if isinstance(value, list):
             return [render(v) for v in value]
@@ -240,6 +250,13 @@ def _validate_checks(plan: Dict[str, Any]) -> List[Dict[str, str]]:
     access = _role_vars("validate", "__validate_access")
     namespaced = [dict(rule, namespace=jobs[0]["namespace"]) for part in access.values() for rule in part]
     return _k8s_access.expand(_k8s_access.apply_rules(objects) + namespaced)
+
+
+# The CRDs network_operator and gpu_operator apply by name (their __<role>_crd_names), every one they can.
+CRDS_BY_ROLE = {
+    "network_operator": {"__network_operator_crd_names": sorted(set(_network_objects.CRD_NAMES.values()))},
+    "gpu_operator": {"__gpu_operator_crd_names": ["clusterpolicies.nvidia.com", "nvidiadrivers.nvidia.com"]},
+}
 
 
 @pytest.fixture(scope="module")
@@ -273,16 +290,25 @@ def role_checks(dgx_cluster, mixed_cluster, storage_plan) -> Dict[str, List[Dict
         ("gpu_operator", "__gpu_operator_access"),
         ("storage_csi", "__storage_csi_access"),
     ]:
-        access = _role_vars(role, table)
+        access = _role_vars(role, table, CRDS_BY_ROLE.get(role))
         rules = access if isinstance(access, list) else [r for part in access.values() for r in part]
         prune = yaml.safe_load((REPO / "roles" / role / "vars" / "main.yml").read_text()).get(f"__{role}_prune")
         rules += _k8s_publish.prune_rules(prune or [])
+        if role == "rdma_networks":
+            # the NCCL ConfigMaps, listed in the NADs' namespace only (vars/main.yml __rdma_networks_prune_kinds)
+            rules += _k8s_publish.prune_rules(
+                [
+                    {"api_group": "", "version": "v1", "resources": ["configmaps"], "namespace": namespace}
+                    for namespace in sorted({p["config"]["nad_namespace"] for p in plans})
+                ]
+            )
         for plan in plans:
             rules += _k8s_access.apply_rules(plan["objects"].get(role, []))
         if role == "storage_csi":
             rules += _k8s_access.apply_rules([o for part in storage_plan["objects"].values() for o in part])
             # the Secrets are pruned in their namespaces only (vars/main.yml __storage_csi_prune_kinds)
             rules += _k8s_publish.prune_rules(storage_plan["secret_prune_kinds"])
+            rules += _k8s_publish.prune_rules(storage_plan["claim_prune_kinds"])
         out[role] = _k8s_access.expand(rules)
     return out
 
@@ -334,6 +360,7 @@ def test_the_shipped_rbac_grants_nothing_the_roles_do_not_use(role_checks, shipp
         return any(
             all(u.get(k) == grant.get(k) for k in ("group", "resource", "subresource", "verb"))
             and (grant.get("namespace") in (None, u.get("namespace")))
+            and (grant.get("name") in (None, u.get("name")))
             for u in used
         )
 

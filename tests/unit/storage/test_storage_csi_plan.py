@@ -366,7 +366,10 @@ def test_every_object_is_owned_by_storage_csi_so_that_a_replan_prunes_what_left(
     assert replanned["secret_prune_kinds"] == storage["secret_prune_kinds"]
     # every kind the role can create is one of the kinds it prunes (vars/main.yml)
     prune = yaml.safe_load((UNIT.parents[1] / "roles/storage_csi/vars/main.yml").read_text())["__storage_csi_prune"]
-    queries = _k8s_publish.prune_queries(prune + storage["secret_prune_kinds"])
+    assert storage["claim_prune_kinds"] == [
+        {"api_group": "", "version": "v1", "resources": ["persistentvolumeclaims"], "namespace": "default"}
+    ]
+    queries = _k8s_publish.prune_queries(prune + storage["claim_prune_kinds"] + storage["secret_prune_kinds"])
     resources = {(q["api_version"].rpartition("/")[0], q["kind"]) for q in queries}
     made = set()
     for o in objects(storage):
