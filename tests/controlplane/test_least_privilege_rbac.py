@@ -8,14 +8,9 @@ planned NCCL Job is still admitted."""
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 from typing import Any, Dict
 
 import pytest
-
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "tests" / "controlplane"))
 from controlplane_support import NODES, private_cluster
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import jobs as _jobs
