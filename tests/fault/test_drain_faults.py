@@ -79,6 +79,15 @@ def not_converged(lab: DrainLab, target: str) -> List[str]:
     return [n for n in NODES if not at_target(now["hosts"].get(n, {}), target) or now["nodes"][n] != GIVEN_BACK]
 
 
+def assert_next_batch_untouched(before: Dict[str, Any], after: Dict[str, Any], requests: List[Dict[str, Any]]) -> None:
+    """fault-upg-02, of the next batch, never started: its driver stack, its Node and its Pod are as
+    they were, and the identity sent no patch of its Node and no eviction of its Pod."""
+    assert after["hosts"]["fault-upg-02"] == before["hosts"]["fault-upg-02"]
+    assert after["nodes"]["fault-upg-02"] == GIVEN_BACK
+    assert after["pods"]["cache"] == before["pods"]["cache"]
+    assert touched(requests, "fault-upg-02", [before["pods"]["cache"]["name"]]) == []
+
+
 def budget_holds(lab: DrainLab) -> bool:
     """The disruption controller counts the db Pod under its budget, and allows no disruption."""
     status = json.loads(lab.cluster.kubectl("get", "pdb", "db", "-n", "ml", "-o", "json").stdout).get("status", {})
@@ -190,7 +199,6 @@ def test_a_reboot_that_does_not_come_back_in_time(lab, fault_row):
     lab.node_exec("fault-upg-01", f"sed -i '{hold}' {SYSROOT}/proc/modules")
     before = lab.snapshot()
     assert "lab_holder" in before["hosts"]["fault-upg-01"]["module"], before["hosts"]
-    cache = before["pods"]["cache"]["name"]
     extra = {
         "gpufabric_gpu_driver": driver_intent(target),
         "gpu_driver_allow_reload": True,
@@ -225,11 +233,7 @@ def test_a_reboot_that_does_not_come_back_in_time(lab, fault_row):
     text = report.read_text() if report.exists() else ""
     node1_report = text.partition("== node fault-upg-01 ==")[2].partition("== node fault-upg-02 ==")[0]
     assert "did not come back within 10 s" in node1_report, text[-3000:]
-    # The next batch never started.
-    assert after["hosts"]["fault-upg-02"] == before["hosts"]["fault-upg-02"]
-    assert after["nodes"]["fault-upg-02"] == GIVEN_BACK
-    assert after["pods"]["cache"] == before["pods"]["cache"]
-    assert touched(requests, "fault-upg-02", [cache]) == []
+    assert_next_batch_untouched(before, after, requests)
 
     started = nodes_sh("up", "fault-upg-01")
     assert started.returncode == 0, started.stderr[-2000:]
@@ -271,7 +275,6 @@ def test_a_node_lost_inside_its_upgrade_window(lab, fault_row):
     resumes it (the annotation), upgrades both and gives both Nodes back."""
     target = other_driver(lab)
     before = lab.snapshot()
-    cache = before["pods"]["cache"]["name"]
     extra = {"gpufabric_gpu_driver": driver_intent(target)}
     cordoned, done = threading.Event(), threading.Event()
 
@@ -303,11 +306,7 @@ def test_a_node_lost_inside_its_upgrade_window(lab, fault_row):
     # The last batch line says where each node stood when the run ended.
     assert "Batch 1 of 2: fault-upg-01. Earlier batches: none." in run.said, run.tail()
     assert "Not reached yet: fault-upg-02." in run.said, run.tail()
-    # The next batch never started.
-    assert after["hosts"]["fault-upg-02"] == before["hosts"]["fault-upg-02"]
-    assert after["nodes"]["fault-upg-02"] == GIVEN_BACK
-    assert after["pods"]["cache"] == before["pods"]["cache"]
-    assert touched(requests, "fault-upg-02", [cache]) == []
+    assert_next_batch_untouched(before, after, requests)
 
     started = nodes_sh("up", "fault-upg-01")
     assert started.returncode == 0, started.stderr[-2000:]
