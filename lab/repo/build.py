@@ -277,6 +277,8 @@ def build_repositories(spec, kernel: str, gpg: Gpg, digest: str, dest: Path) -> 
             target = staging / key_path
             target.parent.mkdir(parents=True, exist_ok=True)
             gpg("--armor", "--export", "-o", str(target))
+        # The fingerprint the lab's inventories pin for these keys (the roles install a key only when pinned).
+        (staging / "signing-key.fpr").write_text(gpg.signing_key() + "\n")
         (staging / ".inputs-sha256").write_text(digest + "\n")
         replace_tree(staging, dest, tmp_path)
     return count

@@ -83,6 +83,8 @@ def inventory(state: Path, connection: str) -> Dict[str, Any]:
                         "gpufabric_lab_repo": True,
                         "gpufabric_lab_nvidia_driver": f"open {DRIVERS[0]}",
                         "gpu_driver_repo_url": "file:///var/lib/gpufabric-lab/repo/cuda/debian12/x86_64",
+                        # The lab repositories' throwaway key (lab/repo/build.py writes its fingerprint).
+                        "gpu_driver_repo_key_fingerprints": [(REPO / ".lab/repo/signing-key.fpr").read_text().strip()],
                         "gpufabric_gpu_driver": driver_intent(DRIVERS[0]),
                         "gpufabric_doca_ofed_enabled": False,
                         "gpufabric_gds_enabled": False,

@@ -41,6 +41,7 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers.qos impo
 from ansible_collections.gpufabric.rollout.plugins.module_utils.shared import image_ref as _image_ref
 from ansible_collections.gpufabric.rollout.plugins.module_utils.shared import k8s_labels as _k8s_labels
 from ansible_collections.gpufabric.rollout.plugins.module_utils.shared import network_operator as _network_operator
+from ansible_collections.gpufabric.rollout.plugins.module_utils.shared import signing_key as _signing_key
 
 ECT0 = 0b10  # the ECN field of a RoCE packet marked ECN-capable (RFC 3168 ECT(0))
 CNI_VERSIONS = ("0.3.1", "0.4.0", "1.0.0")
@@ -308,11 +309,42 @@ def doca_rules(values: Mapping[str, Any], problems: Problems) -> None:
             "gpgcheck=0); set doca_ofed_insecure_repo_acknowledged: true to accept that, or keep "
             "doca_ofed_gpg_check: true (allowed with false: only doca_ofed_insecure_repo_acknowledged: true)"
         )
+    if (
+        values.get("gpufabric_doca_ofed_enabled")
+        and values.get("doca_ofed_gpg_check") is not False
+        and "doca_ofed_gpg_key_fingerprints" in values
+        and not values.get("doca_ofed_gpg_key_fingerprints")
+    ):
+        problems.append(
+            "doca_ofed_gpg_key_fingerprints: is empty; pin the fingerprint of the DOCA repository's signing key "
+            "(GPG-KEY-Mellanox.pub; allowed: a list of 40-hex-digit fingerprints, as gpg --show-keys prints them "
+            "for the key you verified with NVIDIA), or the key is refused before anything is installed"
+        )
     if values.get("doca_ofed_k8s_drain") == "always" and not values.get("gpufabric_kubeconfig"):
         problems.append("doca_ofed_k8s_drain: 'always' needs gpufabric_kubeconfig (the cluster to drain the node in)")
     for key in ("doca_ofed_reboot_timeout", "doca_ofed_k8s_drain_timeout", "doca_ofed_k8s_drain_retry_delay"):
         if values.get(key) is not None:
             in_range(problems, key, values[key], 1, 86400)
+
+
+SIGNING_KEY_PINS = (
+    "doca_ofed_gpg_key_fingerprints",
+    "gpu_driver_repo_key_fingerprints",
+    "gpudirect_storage_repo_key_fingerprints",
+    "storage_client_lustre_repo_key_fingerprints",
+    "storage_client_gpfs_repo_key_fingerprints",
+)
+
+
+def signing_key_rules(values: Mapping[str, Any], problems: Problems) -> None:
+    """Each pinned repository key is a whole fingerprint: a short key ID is forged in minutes."""
+    for key in SIGNING_KEY_PINS:
+        for index, value in enumerate(values.get(key) or []):
+            if _signing_key.normalise_fingerprint(value) is None:
+                problems.append(
+                    f"{key}[{index}]: {show(value)} is not a key fingerprint; allowed: 40 hexadecimal digits "
+                    "(spaces allowed), as gpg --show-keys --fingerprint prints them; a short key ID pins nothing"
+                )
 
 
 def nccl_config_rules(values: Mapping[str, Any], problems: Problems) -> None:
@@ -551,6 +583,7 @@ NODE_RULES: Sequence[Rule] = (
     gpudirect_rules,
     doca_rules,
     nccl_config_rules,
+    signing_key_rules,
     topology_rules,
     gpu_driver_rules,
     validate_rules,

@@ -381,6 +381,17 @@ def _client_sources(values: Mapping[str, Any], backends: List[str], problems: Li
                 f"{var}: is empty, and a {backend} filesystem is planned; give {what}, or set "
                 "storage_client_install: false when the client is already installed"
             )
+    # The repositories' keys are trusted only by the fingerprints the user pinned (the vendor's own key).
+    for backend, var in (
+        ("lustre", "storage_client_lustre_repo_key_fingerprints"),
+        ("gpfs", "storage_client_gpfs_repo_key_fingerprints"),
+    ):
+        if backend in backends and values.get(needs[backend][0]) and not values.get(var):
+            problems.append(
+                f"{var}: is empty, and the {backend} client comes from {values.get(needs[backend][0])}; pin the "
+                "fingerprint of the repository's signing key (allowed: a list of 40-hex-digit fingerprints, as "
+                "gpg --show-keys prints them for the key you verified with the vendor)"
+            )
     # The installer runs as root: it is verified against the digest the user pinned before it runs.
     if "weka" in backends and values.get("storage_client_weka_installer_url"):
         digest = values.get("storage_client_weka_installer_sha256")
