@@ -16,6 +16,7 @@ import itertools
 from typing import Any, Dict, List, Optional
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import network_objects as _cluster_objects
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import rbac as _plan_rbac
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import storage_csi as _plan_storage_csi
 
 VERBS = ("get", "list", "watch", "create", "update", "patch", "delete", "deletecollection", "bind", "escalate")
@@ -156,39 +157,15 @@ def missing_message(user: Optional[Dict[str, Any]], missing: List[Dict[str, str]
     )
 
 
-# What the shipped ClusterRole (docs/rbac/gpufabric-rollout.yaml, kind ClusterRole) grants
-# cluster-wide on any object, as {(api group, resource): verbs}; tests/security keeps the two equal.
-# An identity whose rules in a namespace the collection never writes (``BROAD_PROBE_NAMESPACE``)
-# reach beyond this can do more than the collection needs: an administrator's kubeconfig, typically.
-# ConfigMaps, claims, Jobs, Services and Secrets are granted by Roles in the namespaces the plan
-# names, never here.
-SHIPPED_CLUSTER_RULES = {
-    ("apiextensions.k8s.io", "customresourcedefinitions"): ("get", "create"),
-    ("", "nodes"): ("get", "list", "patch"),
-    ("", "namespaces"): ("get", "create"),
-    ("", "pods"): ("get", "list"),
-    ("", "pods/eviction"): ("create",),
-    ("policy", "poddisruptionbudgets"): ("list",),
-    ("mellanox.com", "nicclusterpolicies"): ("get", "list", "create", "patch", "delete"),
-    ("mellanox.com", "nicnodepolicies"): ("get", "list", "create", "patch", "delete"),
-    ("nv-ipam.nvidia.com", "ippools"): ("get", "list", "create", "patch", "delete"),
-    ("nv-ipam.nvidia.com", "cidrpools"): ("get", "list", "create", "patch", "delete"),
-    ("k8s.cni.cncf.io", "network-attachment-definitions"): ("get", "list", "create", "patch", "delete"),
-    ("nvidia.com", "clusterpolicies"): ("get", "create", "patch", "delete"),
-    ("nvidia.com", "nvidiadrivers"): ("get", "list", "create", "patch", "delete"),
-    ("sriovnetwork.openshift.io", "sriovnetworknodepolicies"): ("get", "list", "create", "patch", "delete"),
-    ("sriovnetwork.openshift.io", "sriovnetworks"): ("get", "list", "create", "patch", "delete"),
-    ("sriovnetwork.openshift.io", "sriovnetworkpoolconfigs"): ("get", "list", "create", "patch", "delete"),
-    ("storage.k8s.io", "storageclasses"): ("get", "list", "create", "patch", "delete"),
-    ("", "persistentvolumes"): ("get", "list", "create", "patch", "delete"),
-    ("csi.ibm.com", "csiscaleoperators"): ("get", "list", "create", "patch", "delete"),
-}
-# The CRDs the collection installs (network_operator_crds_dir: the network kinds; gpu_operator_crds_dir:
-# the GPU Operator's two, plan/gpu_operator.py), the only ones the shipped ClusterRole lets it patch
-# (resourceNames) and the admission policy lets it create.
-COLLECTION_CRDS = tuple(
-    sorted(set(_cluster_objects.CRD_NAMES.values()) | {"clusterpolicies.nvidia.com", "nvidiadrivers.nvidia.com"})
-)
+# What the shipped ClusterRole (plan/rbac.py CLUSTER_RULES, rendered in docs/rbac/gpufabric-rollout.yaml)
+# grants cluster-wide on any object, as {(api group, resource): verbs}. An identity whose rules in a
+# namespace the collection never writes (``BROAD_PROBE_NAMESPACE``) reach beyond this can do more
+# than the collection needs: an administrator's kubeconfig, typically. ConfigMaps, claims, Jobs,
+# Services and Secrets are granted by Roles in the namespaces the plan names, never here.
+SHIPPED_CLUSTER_RULES = _plan_rbac.cluster_rule_table()
+# The CRDs the collection installs (plan/rbac.py), the only ones the shipped ClusterRole lets it
+# patch (resourceNames) and the admission policy lets it create.
+COLLECTION_CRDS = tuple(sorted(_plan_rbac.COLLECTION_CRDS))
 # Every authenticated user may ask about itself (the system:basic-user ClusterRole); not an excess.
 _SELF_REVIEWS = {
     ("authorization.k8s.io", "selfsubjectaccessreviews"),

@@ -272,11 +272,12 @@ def test_stage_list_is_consistent():
         assert entry in yaml.safe_load(path.read_text())["argument_specs"], f"intent entry point {item}"
     # every playbook in playbooks/ that is a stage is listed; awx.yml and report.yml are not stages,
     # audit.yml is a read-only check run by hand on any node (docs/audit.md), not a rollout stage,
+    # rbac.yml renders the RBAC an administrator applies before any stage (docs/rbac/README.md),
     # and site.yml (the main job) is the first four stages in their order, nothing else
     listed = {s["playbook"] for s in STAGES["gpufabric_awx_stages"]}
     for path in sorted((REPO_ROOT / "playbooks").glob("*.yml")):
         rel = f"playbooks/{path.name}"
-        assert rel in listed or path.name in ("awx.yml", "report.yml", "site.yml", "audit.yml"), (
+        assert rel in listed or path.name in ("awx.yml", "report.yml", "site.yml", "audit.yml", "rbac.yml"), (
             f"{rel} is a playbook no AWX stage runs"
         )
     site = yaml.safe_load((REPO_ROOT / "playbooks" / "site.yml").read_text())
