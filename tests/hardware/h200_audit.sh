@@ -26,6 +26,7 @@ start=${SECONDS}
 rc=0
 ansible-playbook -i 'localhost,' -c local -e "ansible_python_interpreter=${py}" \
     -e @inventory/example/group_vars/all/fabric.yml \
+    -e '{"doca_ofed_gpg_key_fingerprints": ["0123456789ABCDEF0123456789ABCDEF01234567"]}' \
     -e "audit_report_dir=${out}/intent" playbooks/audit.yml > "${out}/intent/run.log" 2>&1 || rc=$?
 echo "intent: rc=${rc} in $((SECONDS - start)) s" | tee -a "${out}/summary.txt"
 tail -25 "${out}/plain/run.log"

@@ -257,7 +257,7 @@ def test_stage_playbook_is_a_valid_playbook(stage):
 
 def test_stage_list_is_consistent():
     names = [s["name"] for s in STAGES["gpufabric_awx_stages"]]
-    assert names == ["plan", "hosts", "cluster", "validate", "upgrade", "snapshot"]
+    assert names == ["plan", "hosts", "cluster", "validate", "upgrade", "audit", "snapshot"]
     for stage in STAGES["gpufabric_awx_stages"]:
         for item in stage["roles"]:
             role, _sep, entry = item.partition(":")
@@ -271,15 +271,26 @@ def test_stage_list_is_consistent():
         assert path.is_file(), f"intent role {role}"
         assert entry in yaml.safe_load(path.read_text())["argument_specs"], f"intent entry point {item}"
     # every playbook in playbooks/ that is a stage is listed; awx.yml and report.yml are not stages,
-    # audit.yml is a read-only check run by hand on any node (docs/audit.md), not a rollout stage,
     # rbac.yml renders the RBAC an administrator applies before any stage (docs/rbac/README.md),
     # and site.yml (the main job) is the first four stages in their order, nothing else
     listed = {s["playbook"] for s in STAGES["gpufabric_awx_stages"]}
     for path in sorted((REPO_ROOT / "playbooks").glob("*.yml")):
         rel = f"playbooks/{path.name}"
-        assert rel in listed or path.name in ("awx.yml", "report.yml", "site.yml", "audit.yml", "rbac.yml"), (
+        assert rel in listed or path.name in ("awx.yml", "report.yml", "site.yml", "rbac.yml"), (
             f"{rel} is a playbook no AWX stage runs"
         )
     site = yaml.safe_load((REPO_ROOT / "playbooks" / "site.yml").read_text())
     imported = [f"playbooks/{play['ansible.builtin.import_playbook']}" for play in site]
     assert imported == [s["playbook"] for s in STAGES["gpufabric_awx_stages"][:4]]
+
+
+def test_the_audit_stage_asks_nothing_and_needs_no_cluster():
+    """The audit's job template: read-only on the nodes (machine credential, become for root-only
+    files and the GPU devices), no kubeconfig, no survey, and its report sent like validate's."""
+    audit = next(s for s in STAGES["gpufabric_awx_stages"] if s["name"] == "audit")
+    assert audit["credentials"] == ["machine"] and audit["roles"] == [] and audit["intent"] is False
+    assert audit["report"] is True and audit["become"] is True
+    # the report the notifications send (job.artifacts.gpufabric_report) is published by the audit
+    tasks = yaml.safe_load((REPO_ROOT / "roles" / "validate" / "tasks" / "audit_report.yml").read_text())
+    stats = [t["ansible.builtin.set_stats"]["data"] for t in tasks if "ansible.builtin.set_stats" in t]
+    assert stats and "audit.txt" in stats[0]["gpufabric_report"]

@@ -99,6 +99,10 @@ def test_h200_shape_with_intent_reports_the_plans_refusals(tmp_path):
         f"@{REPO / 'inventory/example/group_vars/all/fabric.yml'}",
         "-e",
         "doca_ofed_repo_base_url=http://127.0.0.1:9/doca",
+        # the example leaves the DOCA key's pin to the user (inventory/example/.../repositories.yml);
+        # unpinned, the plan refuses before it reads the index
+        "-e",
+        '{"doca_ofed_gpg_key_fingerprints": ["0123456789ABCDEF0123456789ABCDEF01234567"]}',
     )
     assert digest(sysroot) == before
     text = (out / "audit.txt").read_text()
