@@ -27,6 +27,7 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.values im
     in_range,
     ipv4_network,
     is_int,
+    keyring_file,
     version,
 )
 
@@ -418,6 +419,7 @@ def chart_rules(values: Mapping[str, Any], problems: Problems) -> None:
             problems.append(
                 f"{role}_chart_path: is empty and {role}_chart_repo_url / {role}_chart_name are not both set"
             )
+        keyring_file(problems, f"{role}_chart_keyring", values.get(f"{role}_chart_keyring"))
         timeout = values.get(f"{role}_wait_timeout")
         if timeout is not None:
             in_range(problems, f"{role}_wait_timeout", timeout, 1, 86400)

@@ -26,6 +26,7 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.values im
     dns_label,
     dns_subdomain,
     in_range,
+    keyring_file,
 )
 from ansible_collections.gpufabric.rollout.plugins.module_utils.shared import storage_backends as _storage_backends
 
@@ -346,6 +347,7 @@ def storage_csi_rules(values: Mapping[str, Any], problems: Problems) -> None:
                     f"storage_csi_drivers.{name}.chart_version: {show(config.get('chart_version'))} must be a pinned "
                     "chart version such as 4.13.4"
                 )
+            keyring_file(problems, f"storage_csi_drivers.{name}.chart_keyring", config.get("chart_keyring"))
     registry = values.get("storage_csi_image_registry")
     if registry and (not isinstance(registry, str) or "://" in registry or " " in registry or registry.endswith("/")):
         problems.append(

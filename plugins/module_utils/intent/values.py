@@ -9,6 +9,8 @@ intent.storage) import these; this module imports no rule file, so the rules for
 
 from __future__ import annotations
 
+import os
+
 import ipaddress
 import re
 from typing import Any, List, Optional, Tuple
@@ -88,3 +90,14 @@ def version(problems: Problems, path: str, value: Any) -> Optional[Tuple[int, ..
         problems.append(f"{path}: {show(value)} is not a version like 2.27.3 (MAJOR.MINOR or MAJOR.MINOR.PATCH)")
         return None
     return version_numbers(text)
+
+
+def keyring_file(problems: Problems, var: str, value: Any) -> None:
+    """A chart provenance keyring: empty (not verified), or an absolute path to a file on the controller."""
+    if value in (None, ""):
+        return
+    if not (isinstance(value, str) and value.startswith("/") and os.path.isfile(value)):
+        problems.append(
+            f"{var}: {value!r} is not a keyring file on the controller; allowed: an absolute path to a public keyring "
+            "(gpg --export KEYID > FILE), or '' to install the chart unverified"
+        )

@@ -339,6 +339,7 @@ def plan(
         "gpu_operator": gpu_operator,
         "skew_notes": skew_notes,
         "rail_notes": rail_notes,
+        "charts": chart_sources(values, storage),
     }
     result["summary"] = summary_text(result)
     return result
@@ -384,6 +385,51 @@ def node_summary(node_plan: Mapping[str, Any], topology: Mapping[str, Any]) -> s
     return "; ".join(parts)
 
 
+def _chart_source(var: str, name: str, version: Any, repo: str, path: str, keyring: str) -> Dict[str, Any]:
+    if path:
+        return {
+            "chart": name or path,
+            "source": path,
+            "provenance": "local chart (verified by whoever placed it there)",
+        }
+    source = f"{repo} {name} {version}"
+    if keyring:
+        return {"chart": name, "source": source, "provenance": f"verified against its provenance ({keyring})"}
+    return {"chart": name, "source": source, "provenance": f"NOT verified ({var} is empty)"}
+
+
+def chart_sources(values: Mapping[str, Any], storage: Optional[Mapping[str, Any]]) -> List[Dict[str, Any]]:
+    """Where each chart the cluster roles install comes from, and whether its provenance is verified
+    (helm pull --verify with the keyring given), for the summary."""
+    out = []
+    roles = values.get("plan_cluster_roles") or []
+    for role in ("network_operator", "gpu_operator"):
+        if role in roles and values.get(f"{role}_install_chart", True):
+            out.append(
+                _chart_source(
+                    f"{role}_chart_keyring",
+                    str(values.get(f"{role}_chart_name") or ""),
+                    values.get(f"{role}_chart_version"),
+                    str(values.get(f"{role}_chart_repo_url") or ""),
+                    str(values.get(f"{role}_chart_path") or ""),
+                    str(values.get(f"{role}_chart_keyring") or ""),
+                )
+            )
+    for key, driver in sorted(((storage or {}).get("drivers") or {}).items()):
+        if driver.get("kind") == "helm" and driver.get("install", True):
+            out.append(
+                _chart_source(
+                    f"storage_csi_drivers.{key}.chart_keyring",
+                    str(driver.get("chart_name") or ""),
+                    driver.get("chart_version"),
+                    str(driver.get("chart_repo_url") or ""),
+                    str(driver.get("chart_path") or ""),
+                    str(driver.get("chart_keyring") or ""),
+                )
+            )
+    return out
+
+
 def summary_text(result: Mapping[str, Any]) -> str:
     fab = result["fabric"]
     lines = [
@@ -414,6 +460,7 @@ def summary_text(result: Mapping[str, Any]) -> str:
     counts = ", ".join(f"{part} {len(objs)}" for part, objs in result["network"]["objects"].items())
     lines.append(f"objects: {counts}")
     lines.extend(_plan_storage_csi.summary_lines(result.get("storage")))
+    lines.extend(f"chart {c['chart']}: {c['source']}, {c['provenance']}" for c in result.get("charts") or [])
     lines.extend(f"version skew: {note}" for note in result.get("skew_notes") or [])
     lines.extend(f"rails: {note}" for note in result.get("rail_notes") or [])
     return "\n".join(lines) + "\n"

@@ -298,7 +298,7 @@ def _install(backend: str, config: Mapping[str, Any], registry: str, problems: L
         install["registry"] = registry
         return install
     install["kind"] = "helm"
-    for key in ("chart_repo_url", "chart_name", "chart_version", "chart_path"):
+    for key in ("chart_repo_url", "chart_name", "chart_version", "chart_path", "chart_keyring"):
         install[key] = config.get(key) or ""
     if not install["chart_path"] and not (install["chart_repo_url"] and install["chart_name"]):
         hint = (
