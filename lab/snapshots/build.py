@@ -231,6 +231,7 @@ class _Builder:
         self.rdma_count = 0
         self.nvme_count = 0
         self.pci_devices: List[str] = []
+        self.vlans: List[Tuple[str, int, str]] = []  # (VLAN netdev, VID, real device) for proc/net/vlan
 
     # identity of node N -------------------------------------------------------------------
     def mac(self, i: int) -> str:
@@ -280,6 +281,15 @@ class _Builder:
             w.dir(base)
             for dev in hb["devices"]:
                 self.device(dev, base, hb.get("numa", -1), None)
+        if self.vlans:
+            # net/8021q/vlanproc.c: the config table, and per VLAN netdev its VID line (statistics left out)
+            rows = "".join(f"{name:<15}| {vid}  | {real}\n" for name, vid, real in self.vlans)
+            w.file(
+                "proc/net/vlan/config",
+                "VLAN Dev name\t | VLAN ID\nName-Type: VLAN_NAME_TYPE_RAW_PLUS_VID_NO_PAD\n" + rows.rstrip("\n"),
+            )
+            for vname, vid, _real in self.vlans:
+                w.file(f"proc/net/vlan/{vname}", f"{vname}  VID: {vid}\t REORDER_HDR: 1  dev->priv_flags: 1001")
 
     def cpuinfo(self) -> str:
         c = self.L["cpu"]
@@ -443,6 +453,7 @@ class _Builder:
             w.link(f"{vd}/lower_{netdev}", nd)
             w.link(f"{nd}/upper_{vname}", vd)
             w.link(f"sys/class/net/{vname}", vd)
+            self.vlans.append((vname, int(vlan["id"]), netdev))
             entries += [(ll, "IB/RoCE v1", vname), (ll, "RoCE v2", vname)]
         for addr in port.get("ipv4", []):
             ip, _sep, ndev = addr.partition("@")

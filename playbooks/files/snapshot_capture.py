@@ -12,7 +12,7 @@ Stdlib only, Python >= 3.6.  What is captured (paths relative to the sysroot):
   * sys/class/net (netdev attributes, VLAN lower/upper links), sys/class/infiniband (device
     attributes, per-port state, rate, link layer and the used part of the GID table)
   * NUMA nodes, online CPUs, IOMMU groups and units, DMI vendor/product
-  * proc/cpuinfo, proc/cmdline
+  * proc/cpuinfo, proc/cmdline, proc/net/vlan/* (VLAN ids, when the 8021q module is loaded)
   * `nvidia-smi topo -m` output as nvidia-smi-topo-m.txt when nvidia-smi is present
 Nothing else (no serial numbers beyond the GUIDs/MACs needed to tell NICs apart).
 """
@@ -215,6 +215,11 @@ class Capture:
             self.copy_file("sys/class/dmi/id/" + name)
         self.copy_file("proc/cpuinfo")
         self.copy_file("proc/cmdline")
+        # 802.1Q VLAN ids (net/8021q/vlanproc.c): the config table and each VLAN netdev's file
+        if self.copy_file("proc/net/vlan/config"):
+            for name in self.listdir("proc/net/vlan"):
+                if name != "config":
+                    self.copy_file("proc/net/vlan/" + name)
         if nvidia_smi and shutil.which("nvidia-smi"):
             env = dict(os.environ, LC_ALL="C")
             try:

@@ -45,6 +45,7 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers.topology
     read_gids,
     select_roce_v2_gid,
 )
+from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers.vlan import parse_vlan_config, parse_vlan_dev
 from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.host import Sysroot
 from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.parse import ParseError, integer_or_none
 
@@ -134,6 +135,32 @@ def _cpuinfo(sr: Sysroot) -> Dict[str, Any]:
     if info["vendor"] and info["arch"] is None:
         info["arch"] = "x86_64"
     return info
+
+
+def vlan_id(sr: Sysroot, netdev: Optional[str]) -> Optional[int]:
+    """The 802.1Q VLAN id of ``netdev`` from the 8021q module's procfs files: ``proc/net/vlan/<netdev>``,
+    else its line in ``proc/net/vlan/config``. None when it is not a VLAN netdev (in neither file), the
+    files are missing (8021q not loaded, an older snapshot) or unreadable, or the two disagree."""
+    if not netdev or "/" in netdev or netdev.startswith("."):
+        return None
+    from_dev = from_config = None
+    text = sr.text(f"proc/net/vlan/{netdev}") if netdev != "config" else None
+    if text is not None:
+        try:
+            parsed = parse_vlan_dev(text)
+        except ParseError:
+            parsed = None
+        if parsed and parsed["name"] == netdev:
+            from_dev = parsed["vid"]
+    text = sr.text("proc/net/vlan/config")
+    if text is not None:
+        try:
+            from_config = (parse_vlan_config(text).get(netdev) or {}).get("vid")
+        except ParseError:
+            from_config = None
+    if from_dev is not None and from_config is not None and from_dev != from_config:
+        return None
+    return from_dev if from_dev is not None else from_config
 
 
 def discover(
@@ -395,9 +422,14 @@ def discover(
                     # the netdev that carries the RoCE v2 IPv4 address and GID (a VLAN netdev or the PF's)
                     "roce_netdev": ((n["ports"][0].get("roce_v2_ipv4") or {}).get("ndev") if n["ports"] else None)
                     or (n["ports"][0]["netdev"] if n["ports"] else None),
+                    # its 802.1Q VLAN id when it is a VLAN netdev of the port's (None: untagged or unknown)
+                    "roce_vlan": None,
                     "path": matrix[gi][col],
                 }
             )
+    for r in rails:
+        if r["roce_netdev"] and r["roce_netdev"] != r["netdev"]:
+            r["roce_vlan"] = vlan_id(sr, r["roce_netdev"])
     kept_out = {x["nic"] for x in rails_excluded} | {c["nic"] for c in classified}
     for n in nics:
         if n["role"] == "other" and n in candidates and n["rdma_device"] not in kept_out:

@@ -55,6 +55,7 @@ def node_rails(node: str, facts: Dict[str, Any]) -> Dict[int, Dict[str, Any]]:
     by_rail: Dict[int, Dict[str, Any]] = {}
     rail_netdev = {r.get("rail"): r.get("netdev") for r in facts.get("rails") or []}
     rail_roce = {r.get("rail"): r.get("roce_netdev") for r in facts.get("rails") or []}
+    rail_vlan = {r.get("rail"): r.get("roce_vlan") for r in facts.get("rails") or []}
     for nic in facts.get("nics") or []:
         rail = nic.get("rail")
         if rail is None:
@@ -76,6 +77,8 @@ def node_rails(node: str, facts: Dict[str, Any]) -> Dict[int, Dict[str, Any]]:
             "netdev": netdev,
             # where the RoCE v2 IPv4 address and GID live: a VLAN netdev on the PF, or the PF's own
             "roce_netdev": rail_roce.get(rail) or netdev,
+            # its 802.1Q VLAN id when that is a VLAN netdev whose id discovery read (else None)
+            "roce_vlan": rail_vlan.get(rail) if (rail_roce.get(rail) or netdev) != netdev else None,
             "rdma_device": nic.get("rdma_device"),
             "port": int((port or {}).get("port") or 1),
             "mtu": (port or {}).get("mtu"),
@@ -112,6 +115,7 @@ def group_nodes(
                     rails[r]["device_id"],
                     rails[r]["netdev"],
                     rails[r]["roce_netdev"],
+                    rails[r]["roce_vlan"],
                     rails[r]["rdma_device"],
                     rails[r]["port"],
                 )

@@ -64,7 +64,7 @@ def compact_topology(topology: Mapping[str, Any]) -> Dict[str, Any]:
         "gpus": [{"model": g.get("model"), "bdf": g.get("bdf")} for g in topology.get("gpus") or []],
         "nics": nics,
         "rails": [
-            {k: r.get(k) for k in ("rail", "gpu", "gpu_bdf", "nic", "netdev", "roce_netdev")}
+            {k: r.get(k) for k in ("rail", "gpu", "gpu_bdf", "nic", "netdev", "roce_netdev", "roce_vlan")}
             for r in topology.get("rails") or []
         ],
         "rails_excluded": [dict(x) for x in topology.get("rails_excluded") or []],

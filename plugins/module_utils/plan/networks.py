@@ -55,6 +55,89 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.plan.network_obj
 from ansible_collections.gpufabric.rollout.plugins.module_utils.shared import network_operator as _network_operator
 
 
+# --------------------------------------------------------------------------------------------- RoCE VLAN
+def _explicit_vlan(spec: Dict[str, Any]) -> str:
+    return "set it explicitly: a gpufabric_rails.rails entry {{rail: {}, vlan: <VLAN id>}}".format(spec["rail"])
+
+
+def roce_vlan_of(spec: Dict[str, Any], rails_of: Dict[str, Dict[int, Dict[str, Any]]]) -> Optional[Dict[str, Any]]:
+    """The VLAN a rail follows from the netdev that carries its NICs' RoCE v2 IPv4 address, or None.
+
+    SR-IOV rails: VFs are made on the PF and carry no VLAN tag unless the SR-IOV CNI sets one, so when
+    the node's RoCE address (and GID) is on a VLAN netdev of the rail NIC, a VF without a tag sits on
+    the untagged network while the node's RoCE traffic is on the VLAN. A rail without a ``vlan`` of its
+    own therefore takes the VLAN id discovery read (``roce_vlan``) when every node group's rail NIC
+    carries its RoCE address on a VLAN netdev with the same id; it stays untagged when none does. The
+    plan refuses (ClusterPlanError naming the rail, the node group and the netdev) when the groups
+    differ (another VLAN id, or tagged in one group and untagged in another: one SriovNetwork carries
+    one VLAN) or when a group's RoCE address is on another netdev whose VLAN id is unknown (the 8021q
+    files were unreadable or the netdev is not a VLAN, e.g. a bond): guessing would put the Pods on the
+    wrong network. An explicit ``vlan`` always wins, and no NIC is looked at then.
+
+    host-device rails: the whole PF netdev moves into the Pod, so its RoCE address on a VLAN netdev of
+    that PF cannot follow (the VLAN netdev stays on the host, the Pod gets the untagged PF and its
+    untagged GIDs, and the host's RoCE address loses its carrier). A user who put the RoCE address on
+    a VLAN expects the Pods on that VLAN, so the plan refuses rather than plan the untagged network,
+    and names the NAD types that do follow the VLAN (macvlan/ipvlan hang off the VLAN netdev, sriov
+    tags the VFs).
+
+    Returns ``{"vlan": id, "netdev_by_group": {group: VLAN netdev}}`` for a followed VLAN, else None.
+    """
+    kind = spec["nad_type"]
+    if kind not in ("sriov", "host-device") or spec.get("vlan") is not None:
+        return None
+    rail = int(spec["rail"])
+    found: Dict[str, Any] = {}  # group name -> (VLAN id or None for untagged, RoCE netdev)
+    for g in spec["_groups"]:
+        nic = rails_of[g["example"]][rail]
+        roce = nic.get("roce_netdev") or nic["netdev"]
+        if roce == nic["netdev"]:
+            found[g["name"]] = (None, roce)
+            continue
+        if kind == "host-device":
+            raise ClusterPlanError(
+                "rail {} (host-device), node group {}: the RoCE v2 IPv4 address of {} is on {}, not on {}; "
+                "host-device moves {} into the Pod, which would get the untagged network and leave {} "
+                "without its carrier. Use nad_type macvlan or ipvlan (they hang off {}) or sriov (VFs tagged "
+                "with its VLAN), or put the RoCE address on {}".format(
+                    spec["name"],
+                    g["name"],
+                    nic.get("rdma_device"),
+                    roce,
+                    nic["netdev"],
+                    nic["netdev"],
+                    roce,
+                    roce,
+                    nic["netdev"],
+                )
+            )
+        vid = nic.get("roce_vlan")
+        if vid is None or isinstance(vid, bool) or not isinstance(vid, int) or not 1 <= vid <= 4094:
+            raise ClusterPlanError(
+                "rail {} (sriov), node group {}: the RoCE v2 IPv4 address of {} is on {}, whose VLAN id "
+                "discovery could not read (/proc/net/vlan; not a VLAN netdev, or 8021q not loaded); the VFs "
+                "would not be on the node's RoCE network. Check {} on the nodes, or {}".format(
+                    spec["name"], g["name"], nic.get("rdma_device"), roce, roce, _explicit_vlan(spec)
+                )
+            )
+        found[g["name"]] = (vid, roce)
+    vids = {vid for vid, _dev in found.values()}
+    if len(vids) > 1:
+        seen = ", ".join(
+            "{}: {}".format(name, "untagged on " + dev if vid is None else f"VLAN {vid} on {dev}")
+            for name, (vid, dev) in sorted(found.items())
+        )
+        raise ClusterPlanError(
+            "rail {} (sriov): its node groups carry the RoCE v2 IPv4 address on different VLANs ({}); "
+            "one SriovNetwork has one VLAN: {}, or limit the rail to node groups of one VLAN "
+            "(gpufabric_rails.rails node_groups)".format(spec["name"], seen, _explicit_vlan(spec))
+        )
+    (vid,) = vids or {None}
+    if vid is None:
+        return None
+    return {"vlan": vid, "netdev_by_group": {name: dev for name, (_vid, dev) in found.items()}}
+
+
 # --------------------------------------------------------------------------------------------- main
 def plan_cluster(
     intent: Dict[str, Any],
@@ -106,6 +189,11 @@ def plan_cluster(
                 )
         except IPPlanError as exc:
             raise ClusterPlanError(str(exc)) from None
+        # An SR-IOV rail without a VLAN of its own tags its VFs with the VLAN of the netdev that
+        # carries the node's RoCE address (refused when the node groups disagree or it is unknown).
+        followed = roce_vlan_of(spec, rails_of)
+        if followed is not None:
+            spec["vlan"] = followed["vlan"]
         pool = pool_object(cfg, spec, group_label)
         if pool is not None:
             pools.append(pool)
@@ -142,6 +230,10 @@ def plan_cluster(
                 "subnet": str(spec["_net"]),
                 "gateway": None if spec["_gw"] is None else str(spec["_gw"]),
                 "vlan": spec.get("vlan"),
+                # where the VLAN comes from: the intent, the netdev carrying the RoCE address, or none
+                "vlan_source": None
+                if spec.get("vlan") is None
+                else ("roce_netdev" if followed is not None else "gpufabric_rails"),
                 "mtu": spec["_mtu"],
                 "resource": spec["_resource"],
                 "ipam": cfg["ipam"],
@@ -156,6 +248,9 @@ def plan_cluster(
                         "netdev": dev,
                         "why": "carries the RoCE v2 IPv4 address (VLAN netdev)"
                         if follow_roce and dev != rails_of[g["example"]][rail]["netdev"]
+                        else "the rail NIC's netdev; its VFs are tagged with VLAN {}, the VLAN of {} that carries "
+                        "the RoCE v2 IPv4 address".format(followed["vlan"], followed["netdev_by_group"][g["name"]])
+                        if followed is not None
                         else "the rail NIC's netdev",
                     }
                     for dev, gs in by_dev.items()

@@ -1,9 +1,12 @@
 """A rail whose RoCE address and GID sit on a VLAN netdev (lab/snapshots/layouts/roce-vlan-gid.json:
 mlx5_0's RoCE v2 IPv4 GID is on enp68s0np0.100): its macvlan/ipvlan NAD hangs off that VLAN
-netdev, not the untagged PF, and the plan says which netdev and why."""
+netdev, not the untagged PF, and the plan says which netdev and why. An SR-IOV rail tags its VFs
+with that netdev's VLAN id (discovery's roce_vlan) and refuses when node groups differ or the id is
+unknown; a host-device rail is refused."""
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import json
 from pathlib import Path
@@ -12,6 +15,7 @@ import pytest
 from intent_support import cluster_plan
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.discover import topology as T
+from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.cluster import ClusterPlanError, group_nodes
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -49,3 +53,118 @@ def test_a_rail_vlan_of_the_intent_still_tags_the_pf(vlan_nodes):
     plan = cluster_plan({"supernet": "10.200.0.0/16", "rails": [{"rail": 0, "vlan": 300}]}, vlan_nodes)
     (nad,) = nads_of(plan)
     assert json.loads(nad["spec"]["config"])["master"] == "enp68s0np0.300"
+
+
+# ------------------------------------------------------------------------------------ SR-IOV rails
+EXCLUSIVE = {"rdma_netns_mode": "exclusive"}
+
+
+def sriov_plan(nodes, owner="sriovnetwork", **rail):
+    intent = {"supernet": "10.200.0.0/16", "nad_type": "sriov", "sriov_nad_owner": owner}
+    if rail:
+        intent["rails"] = [dict(rail, rail=0)]
+    return cluster_plan(intent, nodes, None, EXCLUSIVE)
+
+
+def sriov_network(plan):
+    (net,) = [o for o in plan["objects"]["sriov_networks"] if o["kind"] == "SriovNetwork"]
+    return net
+
+
+def with_rail0(nodes, node, **changes):
+    """The nodes with rail 0 of `node` changed (discovery's rails[] entries)."""
+    out = copy.deepcopy(nodes)
+    for r in out[node]["rails"]:
+        if r["rail"] == 0:
+            r.update(changes)
+    return out
+
+
+@pytest.fixture(scope="module")
+def untagged_nodes(tmp_path_factory):
+    spec = importlib.util.spec_from_file_location("gpufabric_snapshots_build", REPO / "lab/snapshots/build.py")
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    nodes = {}
+    for n in (1, 2):
+        dest = tmp_path_factory.mktemp(f"flat{n}")
+        build.materialize(f"pcie-l40s-4x2@{n}", str(dest))
+        nodes[f"gpu-node-0{n}"] = json.loads(json.dumps(T.discover(str(dest))))
+    return nodes
+
+
+def test_sriov_vfs_are_tagged_with_the_vlan_of_the_roce_netdev(vlan_nodes):
+    assert {r["roce_vlan"] for n in vlan_nodes.values() for r in n["rails"]} == {100}
+    plan = sriov_plan(vlan_nodes)
+    assert sriov_network(plan)["spec"]["vlan"] == 100
+    (rail,) = plan["rails"]
+    assert (rail["vlan"], rail["vlan_source"]) == (100, "roce_netdev")
+    (parent,) = rail["parent_by_group"].values()
+    assert parent["netdev"] == "enp68s0np0"  # the VFs' PF
+    assert "VLAN 100" in parent["why"] and "enp68s0np0.100" in parent["why"]
+
+
+def test_sriov_nad_written_directly_carries_the_vlan_too(vlan_nodes):
+    (nad,) = nads_of(sriov_plan(vlan_nodes, owner="direct"))
+    plugins = json.loads(nad["spec"]["config"])["plugins"]
+    assert plugins[0]["type"] == "sriov" and plugins[0]["vlan"] == 100
+
+
+def test_an_explicit_sriov_vlan_wins(vlan_nodes):
+    plan = sriov_plan(vlan_nodes, vlan=300)
+    assert sriov_network(plan)["spec"]["vlan"] == 300
+    assert plan["rails"][0]["vlan_source"] == "gpufabric_rails"
+    # and no NIC is asked: an unknown VLAN id does not matter then
+    assert (
+        sriov_network(sriov_plan(with_rail0(vlan_nodes, "gpu-node-02", roce_vlan=None), vlan=300))["spec"]["vlan"]
+        == 300
+    )
+
+
+@pytest.mark.parametrize(
+    "changes, seen",
+    [
+        ({"roce_vlan": 200}, "VLAN 200 on enp68s0np0.100"),
+        ({"roce_netdev": "enp68s0np0", "roce_vlan": None}, "untagged on enp68s0np0"),
+    ],
+)
+def test_node_groups_on_different_vlans_are_refused(vlan_nodes, changes, seen):
+    nodes = with_rail0(vlan_nodes, "gpu-node-02", **changes)
+    with pytest.raises(ClusterPlanError) as err:
+        sriov_plan(nodes)
+    msg = str(err.value)
+    assert msg.startswith("rail {} (sriov)".format(sriov_plan(vlan_nodes)["rails"][0]["name"]))
+    assert "VLAN 100 on enp68s0np0.100" in msg and seen in msg
+    assert "gpufabric_rails.rails entry {rail: 0, vlan: <VLAN id>}" in msg
+
+
+def test_an_unknown_vlan_id_is_refused(vlan_nodes):
+    nodes = with_rail0(vlan_nodes, "gpu-node-01", roce_vlan=None)
+    with pytest.raises(ClusterPlanError) as err:
+        sriov_plan(nodes)
+    msg = str(err.value)
+    group = next(g for g, ns in ((g["name"], g["nodes"]) for g in _groups(nodes)) if "gpu-node-01" in ns)
+    assert f"node group {group}" in msg
+    assert "enp68s0np0.100" in msg and "could not read" in msg
+    assert "gpufabric_rails.rails entry {rail: 0, vlan: <VLAN id>}" in msg
+
+
+def _groups(nodes):
+    return group_nodes(nodes, "gpufabric.io")[0]
+
+
+def test_an_untagged_sriov_rail_has_no_vlan(untagged_nodes):
+    assert all(r["roce_vlan"] is None for n in untagged_nodes.values() for r in n["rails"])
+    plan = sriov_plan(untagged_nodes)
+    nets = [o for o in plan["objects"]["sriov_networks"] if o["kind"] == "SriovNetwork"]
+    assert nets and all("vlan" not in o["spec"] for o in nets)
+    assert all(r["vlan"] is None and r["vlan_source"] is None for r in plan["rails"])
+    for nad in nads_of(sriov_plan(untagged_nodes, owner="direct")):
+        assert "vlan" not in json.loads(nad["spec"]["config"])["plugins"][0]
+
+
+def test_a_host_device_rail_whose_roce_address_is_on_a_vlan_is_refused(vlan_nodes):
+    with pytest.raises(ClusterPlanError) as err:
+        cluster_plan({"supernet": "10.200.0.0/16", "nad_type": "host-device"}, vlan_nodes)
+    msg = str(err.value)
+    assert "host-device" in msg and "enp68s0np0.100" in msg and "macvlan" in msg and "sriov" in msg

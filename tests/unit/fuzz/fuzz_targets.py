@@ -26,6 +26,7 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import n
 from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import perftest as _perftest
 from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import qos as _qos_parsers
 from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import topology as _topology_parsers
+from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import vlan as _vlan
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca as _doca
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import gpu_operator as _plan_gpu_operator
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import nccl as _nccl
@@ -95,6 +96,26 @@ TARGETS: List[Target] = [
     ),
     Target("nvlink_cell", _topology_parsers.nvlink_count, lambda: ["NV18", "PIX", "SYS", "X"]),
     Target("pci_config", _topology_parsers.parse_config, config_spaces, kind="bytes"),
+    # 802.1Q VLAN ids (parsers/vlan.py, net/8021q/vlanproc.c)
+    Target(
+        "vlan_config",
+        _vlan.parse_vlan_config,
+        lambda: [
+            "VLAN Dev name\t | VLAN ID\nName-Type: VLAN_NAME_TYPE_RAW_PLUS_VID_NO_PAD\n",
+            "VLAN Dev name\t | VLAN ID\nName-Type: VLAN_NAME_TYPE_RAW_PLUS_VID_NO_PAD\n"
+            "enp68s0np0.100 | 100  | enp68s0np0\nbond0.7        | 7  | bond0\n",
+        ],
+        (ParseError,),
+    ),
+    Target(
+        "vlan_dev",
+        _vlan.parse_vlan_dev,
+        lambda: [
+            "enp68s0np0.100  VID: 100\t REORDER_HDR: 1  dev->priv_flags: 1001\n",
+            "bond0.7  VID: 7\t REORDER_HDR: 0  dev->priv_flags: 21\n\n      total frames received   0\n",
+        ],
+        (ParseError,),
+    ),
     # GPUDirect RDMA (_gpudirect.py)
     Target(
         "proc_nvidia_version", _gpudirect.parse_proc_version, lambda: files("tests/unit/gds/fixtures/gpudirect/*.txt")

@@ -80,4 +80,5 @@ def test_every_parser_module_is_covered():
         "parsers.nccltests",
         "parsers.gdsio",
         "parsers.gpuprobe",
+        "parsers.vlan",
     } <= modules

@@ -155,6 +155,10 @@ def test_rails(case, facts_of):
     facts, _sysroot = facts_of(exp["snapshot"])
     got = [[r["rail"], r["gpu"], r["nic"], r["netdev"], r["path"]] for r in facts["rails"]]
     assert got == exp["rails"]
+    # the netdev carrying the RoCE v2 IPv4 address and its 802.1Q VLAN id: the rail NIC's own netdev
+    # and None unless the expectations name another (rails_roce: {rail: [netdev, vid]})
+    roce = {r["rail"]: [r["roce_netdev"], r["roce_vlan"]] for r in facts["rails"]}
+    assert roce == {r[0]: exp.get("rails_roce", {}).get(r[0], [r[3], None]) for r in exp["rails"]}
     by_name = {g["name"]: g["bdf"] for g in facts["gpus"]}
     nic_bdf = {n["rdma_device"]: n["bdf"] for n in facts["nics"]}
     for r in facts["rails"]:
