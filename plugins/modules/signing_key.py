@@ -68,8 +68,10 @@ attributes:
     description: Downloads and checks the key and reports whether it would write it; writes nothing.
     support: full
   diff_mode:
+    description: Reports no diff (a key file is binary or armored data).
     support: none
   platform:
+    description: Any POSIX host.
     platforms: posix
     support: full
 author:

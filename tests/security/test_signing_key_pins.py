@@ -118,8 +118,8 @@ def test_the_cuda_pin_is_the_collections_when_none_is_given():
 def _module(tmp_path, url, fingerprints, monkeypatch, capsys, check=False):
     dest = tmp_path / "keyrings" / "repo.asc"
     dest.parent.mkdir(exist_ok=True)
-    user = os.environ.get("USER") or subprocess.run(["id", "-un"], capture_output=True, text=True).stdout.strip()
-    group = subprocess.run(["id", "-gn"], capture_output=True, text=True).stdout.strip()
+    user = subprocess.run(["id", "-un"], capture_output=True, text=True, check=True).stdout.strip()
+    group = subprocess.run(["id", "-gn"], capture_output=True, text=True, check=True).stdout.strip()
     args = {
         "url": url,
         "dest": str(dest),

@@ -9,9 +9,8 @@ intent.storage) import these; this module imports no rule file, so the rules for
 
 from __future__ import annotations
 
-import os
-
 import ipaddress
+import os
 import re
 from typing import Any, List, Optional, Tuple
 

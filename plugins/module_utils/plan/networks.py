@@ -96,28 +96,24 @@ def roce_vlan_of(spec: Dict[str, Any], rails_of: Dict[str, Dict[int, Dict[str, A
             continue
         if kind == "host-device":
             raise ClusterPlanError(
-                "rail {} (host-device), node group {}: the RoCE v2 IPv4 address of {} is on {}, not on {}; "
-                "host-device moves {} into the Pod, which would get the untagged network and leave {} "
-                "without its carrier. Use nad_type macvlan or ipvlan (they hang off {}) or sriov (VFs tagged "
-                "with its VLAN), or put the RoCE address on {}".format(
-                    spec["name"],
-                    g["name"],
-                    nic.get("rdma_device"),
-                    roce,
-                    nic["netdev"],
-                    nic["netdev"],
-                    roce,
-                    roce,
-                    nic["netdev"],
+                "rail {rail} (host-device), node group {group}: the RoCE v2 IPv4 address of {dev} is on {roce}, "
+                "not on {netdev}; host-device moves {netdev} into the Pod, which would get the untagged network "
+                "and leave {roce} without its carrier. Use nad_type macvlan or ipvlan (they hang off {roce}) or "
+                "sriov (VFs tagged with its VLAN), or put the RoCE address on {netdev}".format(
+                    rail=spec["name"], group=g["name"], dev=nic.get("rdma_device"), roce=roce, netdev=nic["netdev"]
                 )
             )
         vid = nic.get("roce_vlan")
         if vid is None or isinstance(vid, bool) or not isinstance(vid, int) or not 1 <= vid <= 4094:
             raise ClusterPlanError(
-                "rail {} (sriov), node group {}: the RoCE v2 IPv4 address of {} is on {}, whose VLAN id "
-                "discovery could not read (/proc/net/vlan; not a VLAN netdev, or 8021q not loaded); the VFs "
-                "would not be on the node's RoCE network. Check {} on the nodes, or {}".format(
-                    spec["name"], g["name"], nic.get("rdma_device"), roce, roce, _explicit_vlan(spec)
+                "rail {rail} (sriov), node group {group}: the RoCE v2 IPv4 address of {dev} is on {roce}, whose "
+                "VLAN id discovery could not read (/proc/net/vlan; not a VLAN netdev, or 8021q not loaded); the "
+                "VFs would not be on the node's RoCE network. Check {roce} on the nodes, or {explicit}".format(
+                    rail=spec["name"],
+                    group=g["name"],
+                    dev=nic.get("rdma_device"),
+                    roce=roce,
+                    explicit=_explicit_vlan(spec),
                 )
             )
         found[g["name"]] = (vid, roce)

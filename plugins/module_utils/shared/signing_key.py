@@ -60,7 +60,7 @@ def _crc24(data: bytes) -> int:
     crc = 0xB704CE
     for octet in data:
         crc ^= octet << 16
-        for _ in range(8):
+        for _bit in range(8):
             crc <<= 1
             if crc & 0x1000000:
                 crc ^= 0x1864CFB
