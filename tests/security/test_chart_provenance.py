@@ -116,7 +116,7 @@ def _pull(tmp_path: Path, repo: dict, keyring: Path, check: bool = False) -> sub
                 {
                     "ansible.builtin.copy": {
                         "dest": str(tmp_path / "pulled.txt"),
-                        "content": "{{ k8s_publish_chart_archive }}",
+                        "content": "{{ __k8s_publish_chart_archive }}",
                     },
                     "check_mode": False,
                 },
@@ -199,7 +199,7 @@ def test_every_chart_install_can_use_the_verified_archive(role):
     """Each role that installs a chart from a repository pulls it through chart_pull.yml when given a keyring."""
     text = _role_tasks(role)
     assert "chart_pull.yml" in text and "kubernetes.core.helm:" in text
-    assert ("k8s_publish_chart_archive" in text) or ("__storage_csi_verified[item.key].archive" in text)
+    assert ("__k8s_publish_chart_archive" in text) or ("__storage_csi_verified[item.key].archive" in text)
 
 
 def test_the_summary_says_which_charts_are_verified(tmp_path):
