@@ -1,7 +1,9 @@
 """validate's NCCL Job set on the real control plane: applied as the collection's least-privilege
 identity (the shipped RBAC), validated by the API server, scheduled by the real scheduler one Pod
 per GPU node with every GPU and rail resource the operator stand-in advertises, completed (kwok
-plays the kubelets: no container runs), read back into the report's checks, deleted."""
+plays the kubelets: no container runs), read back into the report's checks, deleted. The Jobs run in
+validate_namespace (gpufabric-validation, made by the shipped RBAC), apart from the NADs' namespace,
+where the identity may create no Job."""
 
 from __future__ import annotations
 
@@ -14,7 +16,8 @@ from kubernetes import client
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import jobs as _validate_jobs
 
-NS = "default"  # the plan's nad_namespace, where the NCCL ConfigMaps are and the shipped Role is bound
+NS = "gpufabric-validation"  # validate_namespace's default: the shipped RBAC makes it and binds the Role there
+NAD_NS = "default"  # the plan's nad_namespace, where the NADs and NCCL ConfigMaps are
 OPTIONS = {
     "image": "ghcr.io/coreweave/nccl-tests:12.9.1-devel-ubuntu22.04-nccl2.28.3-1-8b67957",
     "binary": "/opt/nccl_tests/build/all_reduce_perf",
@@ -24,6 +27,7 @@ OPTIONS = {
     "timeout": 600,
     "ssh_port": 2222,
     "keep_jobs": False,
+    "namespace": NS,
 }
 
 
@@ -31,7 +35,7 @@ OPTIONS = {
 def network(cluster, crds, topology):
     """The rails applied (policies, pools, NADs, NCCL ConfigMaps in the default namespace) and their
     RDMA resources advertised; GPUs other tests hold are given back."""
-    plan = checked_plan(topology, "default")  # the namespace docs/rbac binds the validate Role in
+    plan = checked_plan(topology, NAD_NS)  # the namespace docs/rbac binds the NCCL ConfigMaps' grant in
     cluster.apply(plan["objects"]["network_operator"] + plan["objects"]["rdma_networks"])
     core = client.CoreV1Api(cluster.api())
     wanted = {r["resource"] for r in plan["rails"]}
@@ -65,6 +69,7 @@ def test_the_job_set_runs_as_the_collections_identity_one_pod_per_gpu_node(clust
     assert jobs["skipped"] == [] and len(jobs["jobs"]) == 1
     job = jobs["jobs"][0]
     service, planned_job = job["objects"]
+    assert job["namespace"] == NS and planned_job["metadata"]["namespace"] == NS
     # As the role does: the Job suspended first, its Secret and Service owned by it, then resumed.
     cluster.apply([planned_job], kubeconfig=cluster.kubeconfig)
     applied = _get(cluster, "-n", NS, "job", job["name"])
@@ -104,6 +109,17 @@ def test_the_job_set_runs_as_the_collections_identity_one_pod_per_gpu_node(clust
     assert launcher["spec"]["subdomain"] == job["name"]
     limits = launcher["spec"]["containers"][0]["resources"]["limits"]
     assert limits["nvidia.com/gpu"] == "8" and {f"rdma/rail{i}" for i in range(8)} <= set(limits)
+    # The NADs of their namespace by <namespace>/<name>, and the NCCL environment inline in the Job
+    # as the API server stored it (what the NCCL ConfigMap of the NADs' namespace holds, read from
+    # nothing there; the Job controller adds JOB_COMPLETION_INDEX to the Pods, not to the Job)
+    networks = launcher["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"].split(",")
+    assert networks and all(n.startswith(f"{NAD_NS}/") for n in networks)
+    container = state["spec"]["template"]["spec"]["containers"][0]
+    configmap = next(g["nccl_configmap"] for g in network["node_groups"] if g["name"] == job["group"])
+    stored = _get(cluster, "-n", NAD_NS, "configmap", configmap)["data"]
+    # (the API server leaves out an empty value, which the ConfigMap keeps as "")
+    assert "envFrom" not in container and {e["name"]: e.get("value", "") for e in container["env"]} == stored
+    assert not [e for e in container["env"] if "valueFrom" in e]
     # The API server filled in what the Job controller needs, and kept the success policy.
     assert state["spec"]["successPolicy"] == {"rules": [{"succeededIndexes": "0"}]}
     assert state["spec"]["selector"]["matchLabels"]["batch.kubernetes.io/controller-uid"]
@@ -126,6 +142,33 @@ def test_the_job_set_runs_as_the_collections_identity_one_pod_per_gpu_node(clust
         lambda: not _get(cluster, "-n", NS, "pods", "-l", f"batch.kubernetes.io/job-name={job['name']}")["items"],
         "the Job's Pods gone with it",
     )
+
+
+def test_the_identity_may_not_create_the_job_in_the_nad_namespace(cluster, network):
+    """As the shipped identity, the planned Job in the NADs' namespace (default, where workloads run)
+    is forbidden: neither its Role nor the admission policy allows it there."""
+    job = _validate_jobs.job_set(network, {n: n for n in NODES}, OPTIONS)["jobs"][0]
+    elsewhere = json.loads(json.dumps(job["objects"][1]))
+    elsewhere["metadata"]["namespace"] = NAD_NS
+    kubectl = [str(cluster.bin / "kubectl"), "--kubeconfig", str(cluster.kubeconfig)]
+    for obj in (elsewhere, job["objects"][1]):
+        res = subprocess.run(
+            [*kubectl, "create", "--dry-run=server", "-f", "-"],
+            input=json.dumps(obj),
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if obj is elsewhere:
+            assert res.returncode != 0 and "forbidden" in res.stderr.lower(), res.stderr
+            assert f'cannot create resource "jobs" in API group "batch" in the namespace "{NAD_NS}"' in res.stderr
+        else:
+            assert res.returncode == 0, res.stderr  # the same Job in validate_namespace is admitted
+    for resource in ("jobs.batch", "secrets", "services"):
+        done = cluster.kubectl(
+            "auth", "can-i", "create", resource, "-n", NAD_NS, kubeconfig=cluster.kubeconfig, check=False
+        )
+        assert done.stdout.strip() == "no", resource
 
 
 def test_the_api_server_refuses_a_success_policy_beyond_the_completions(cluster, network):
