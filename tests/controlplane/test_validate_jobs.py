@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 
 import pytest
 from controlplane_support import NODES, checked_plan, wait_until
 from kubernetes import client
+from role_runner import REPO, ansible_playbook
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import jobs as _validate_jobs
 
@@ -185,3 +187,69 @@ def test_the_api_server_refuses_a_success_policy_beyond_the_completions(cluster,
     )
     assert res.returncode != 0
     assert "successPolicy" in res.stderr and "succeededIndexes" in res.stderr
+
+
+NCCL_PLAY = """
+- name: validate's NCCL Jobs, as playbooks/validate.yml runs them
+  hosts: all
+  gather_facts: false
+  tasks:
+    - name: Run the NCCL Jobs
+      ansible.builtin.include_role:
+        name: gpufabric.rollout.validate
+        tasks_from: nccl.yml
+    - name: Keep what the role made of them
+      ansible.builtin.copy:
+        content: "{{ {'result': __validate_nccl_result, 'notes': __validate_nccl_notes} | to_json }}"
+        dest: "{{ result_path }}"
+        mode: "0600"
+      run_once: true
+      delegate_to: localhost
+"""
+
+
+def test_the_role_runs_the_jobs_in_the_validation_namespace_and_leaves_nothing(cluster, network, tmp_path):
+    """roles/validate/tasks/nccl.yml as the shipped identity: its access check passes with the
+    shipped RBAC, the namespace (made by the RBAC) is found and left as it is, the Jobs complete in
+    it, and the cleanup leaves no Job, Service or Secret there or in the NADs' namespace."""
+    before = _get(cluster, "namespace", NS)
+    variables = {
+        "gpufabric_kubeconfig": str(cluster.kubeconfig),
+        "gpufabric_plan": {"network": network, "k8s_mode": "apply"},
+        "validate_nccl_timeout": 120,
+        "result_path": str(tmp_path / "result.json"),
+    }
+    (tmp_path / "vars.json").write_text(json.dumps(variables))
+    (tmp_path / "play.yml").write_text(NCCL_PLAY)
+    hosts = [f'{n} ansible_connection=local gpufabric_node_plan=\'{{"k8s_node_name": "{n}"}}\'' for n in NODES]
+    (tmp_path / "hosts").write_text("\n".join(hosts) + "\n")
+    done = ansible_playbook(
+        tmp_path,
+        "-i",
+        str(tmp_path / "hosts"),
+        "-e",
+        f"ansible_python_interpreter={sys.executable}",
+        "-e",
+        "@" + str(tmp_path / "vars.json"),
+        str(tmp_path / "play.yml"),
+        env={"ANSIBLE_COLLECTIONS_PATH": str(REPO / ".collections")},
+        cwd=tmp_path,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
+    result = json.loads((tmp_path / "result.json").read_text())
+    checks = {(c["name"], c["passed"]) for c in result["result"]["checks"]}
+    assert {("Job completed", True), ("one Pod on each node", True)} <= checks, result
+    # kwok runs no container: the launcher's log cannot be read, which the report names
+    assert [c["detail"] for c in result["result"]["checks"] if c["name"] == "launcher log read"], result
+    assert "Find whether the Jobs' namespace exists" in done.stdout
+    after = _get(cluster, "namespace", NS)
+    assert after["metadata"]["uid"] == before["metadata"]["uid"]
+    assert after["metadata"].get("labels") == before["metadata"].get("labels")  # never labelled
+    for namespace in (NS, NAD_NS):
+        for kind in ("jobs", "services", "secrets"):
+            left = _get(cluster, "-n", namespace, kind, "-l", "app.kubernetes.io/part-of=gpufabric-rollout")["items"]
+            assert [i["metadata"]["name"] for i in left if "gpufabric-nccl" in i["metadata"]["name"]] == [], (
+                namespace,
+                kind,
+            )
