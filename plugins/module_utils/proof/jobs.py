@@ -185,7 +185,7 @@ def job_for_group(
         mounts.append({"name": "gid", "mountPath": GID_DIR, "readOnly": True})
         gid_items = [{"key": GID_SCRIPT_KEY, "path": GID_SCRIPT_KEY}]
         volumes.append(
-            {"name": "gid", "secret": {"secretName": name + "-ssh", "defaultMode": 0o500, "items": gid_items}}
+            {"name": "gid", "secret": {"secretName": name + "-ssh", "defaultMode": 0o400, "items": gid_items}}
         )
     script = launcher_script(name, len(nodes), gpus, list(env), options, gid is not None)
     spec: Dict[str, Any] = {

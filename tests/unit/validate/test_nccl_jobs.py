@@ -199,7 +199,7 @@ def test_old_nccl_mounts_the_gid_script_from_the_jobs_own_secret_and_runs_it():
     )
     # a copy in the Job's Secret (owned by the Job, deleted with it), not the NADs' namespace's ConfigMap
     items = [{"key": "find-gid-index.sh", "path": "find-gid-index.sh"}]
-    gid = {"name": "gid", "secret": {"secretName": job["secret"], "defaultMode": 0o500, "items": items}}
+    gid = {"name": "gid", "secret": {"secretName": job["secret"], "defaultMode": 0o400, "items": items}}
     assert gid in pod["volumes"] and not [v for v in pod["volumes"] if "configMap" in v]
     assert {"name": "gid", "mountPath": "/opt/gpufabric", "readOnly": True} in pod["containers"][0]["volumeMounts"]
     env = {e["name"]: e["value"] for e in pod["containers"][0]["env"]}
