@@ -26,7 +26,7 @@ def rbac_subject(kind, name="gpufabric-rollout", namespace=None):
     return subject
 
 
-def rbac_manifest(cluster_intent, filesystems, subject, job_image):
+def rbac_manifest(cluster_intent, filesystems, subject, job_image, validate_namespace):
     """The RBAC manifest (kind List) for the checked cluster intent and the GPU nodes' filesystems
     (their checked gpufabric_storage entries, one definition per name kept)."""
     by_name = {}
@@ -34,7 +34,11 @@ def rbac_manifest(cluster_intent, filesystems, subject, job_image):
         by_name.setdefault(fs.get("name"), dict(fs))
     try:
         inputs = _plan_rbac.inputs_from_intent(
-            _plain(dict(cluster_intent or {})), _plain(list(by_name.values())), _plain(dict(subject or {})), job_image
+            _plain(dict(cluster_intent or {})),
+            _plain(list(by_name.values())),
+            _plain(dict(subject or {})),
+            job_image,
+            validate_namespace,
         )
         return _plan_rbac.manifest(inputs)
     except _plan_rbac.RbacError as exc:

@@ -50,7 +50,7 @@ def _nccl_job() -> Dict[str, Any]:
         "nccl": {"g": {"NCCL_IB_HCA": "mlx5_0"}},
     }
     options = {"image": IMAGE, "binary": "/b", "min_bytes": "1M", "max_bytes": "8G", "iters": 20, "timeout": 900}
-    options.update(ssh_port=2222, keep_jobs=False)
+    options.update(ssh_port=2222, keep_jobs=False, namespace="gpufabric-validation")
     job = next(o for o in _jobs.job_for_group(network, "g", ["n1", "n2"], options)["objects"] if o["kind"] == "Job")
     return json.loads(json.dumps(job))
 
@@ -143,6 +143,33 @@ def test_the_planned_nccl_job_is_admitted(cluster):
     assert done.returncode == 0, done.stderr
 
 
+def test_the_nccl_job_is_refused_outside_the_validation_namespace(cluster):
+    """In the NADs' namespace (default) RBAC refuses it; where an administrator granted Jobs by
+    mistake, the admission policy still does (validate_namespace only)."""
+    job = _nccl_job()
+    job["metadata"]["namespace"] = "default"
+    stderr = _refused(_as_identity(cluster, job, "create", "--dry-run=server"))
+    assert 'cannot create resource "jobs" in API group "batch" in the namespace "default"' in stderr
+    granted = "jobs-granted-by-mistake"
+    role = {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["create"]}
+    meta = {"name": "too-much", "namespace": granted}
+    cluster.apply(
+        [
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": granted}},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": meta, "rules": [role]},
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "RoleBinding",
+                "metadata": meta,
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "too-much"},
+                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "gpufabric-rollout"}],
+            },
+        ]
+    )
+    job["metadata"]["namespace"] = granted
+    assert "validate_namespace only" in _refused(_as_identity(cluster, job, "create", "--dry-run=server"))
+
+
 def test_no_change_to_an_object_the_collection_did_not_make(cluster):
     sc = {
         "apiVersion": "storage.k8s.io/v1",
@@ -159,7 +186,7 @@ def test_no_change_to_an_object_the_collection_did_not_make(cluster):
         "type": "kubernetes.io/service-account-token",
         "metadata": {
             "name": "steal",
-            "namespace": "default",
+            "namespace": "gpufabric-validation",
             "labels": {"app.kubernetes.io/part-of": "gpufabric-rollout"},
             "annotations": {"kubernetes.io/service-account.name": "default"},
         },

@@ -26,7 +26,7 @@ PLAN = {
     "job_image": IMAGE,
     "operator_namespaces": {"network_operator": "netop", "gpu_operator": "gpuop"},
     "nad_namespaces": ["ml-rails"],
-    "validate_namespaces": ["ml-rails"],
+    "validate_namespaces": ["ml-checks"],
     "secret_namespaces": ["nfs-secrets"],
     "claim_namespaces": ["default", "ml-data"],
 }
@@ -61,8 +61,10 @@ def test_configmaps_in_the_plans_nad_namespace_only(cluster, verb):
 
 
 def test_jobs_claims_and_secrets_in_their_namespaces_only(cluster):
-    assert _can(cluster, "create", "jobs.batch", "ml-rails")
-    assert not _can(cluster, "create", "jobs.batch", "default")
+    assert _can(cluster, "create", "jobs.batch", "ml-checks")
+    for namespace in ("ml-rails", "default"):  # not in the NADs' namespace, nor the shipped file's
+        assert not _can(cluster, "create", "jobs.batch", namespace), namespace
+        assert not _can(cluster, "create", "secrets", namespace), namespace
     for namespace in ("ml-data", "default"):
         assert _can(cluster, "delete", "persistentvolumeclaims", namespace)
     assert not _can(cluster, "create", "persistentvolumeclaims", "ml-rails")

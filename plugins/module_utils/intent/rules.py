@@ -532,6 +532,8 @@ def validate_rules(values: Mapping[str, Any], problems: Problems) -> None:
     binary = values.get("validate_nccl_binary")
     if not (isinstance(binary, str) and binary.startswith("/")):
         problems.append(f"validate_nccl_binary: {show(binary)} must be an absolute path in the image")
+    # The NCCL Jobs' own namespace (the Jobs, their Services and Secrets: proof/jobs.py)
+    dns_label(problems, "validate_namespace", values.get("validate_namespace"))
 
 
 def batch_size(problems: Problems, path: str, value: Any, of_what: str) -> None:

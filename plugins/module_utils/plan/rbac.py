@@ -117,7 +117,8 @@ HELM_RULES: Dict[str, Tuple[Dict[str, Any], ...]] = {
 }
 # NCCL across the nodes in Pods (validate): one Job per node group with its headless Service and the
 # Secret of the run's SSH key pair, applied, read (where the Pods ran, the launcher Pod's log) and
-# deleted, in the namespace of the NCCL ConfigMaps the Pods take their environment from.
+# deleted, in validate_namespace only: a namespace of their own, apart from the NADs' (the Pods
+# attach the NADs across namespaces and carry the NCCL environment inline, proof/jobs.py).
 VALIDATE_RULES: Tuple[Dict[str, Any], ...] = (
     {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "create", "patch", "delete"]},
     {"apiGroups": [""], "resources": ["services", "secrets"], "verbs": ["get", "create", "patch", "delete"]},
@@ -142,7 +143,7 @@ DEFAULT_INPUTS: Dict[str, Any] = {
     "subject": {"kind": "User", "name": NAME},
     "operator_namespaces": {"network_operator": "nvidia-network-operator", "gpu_operator": "gpu-operator"},
     "nad_namespaces": ["default"],
-    "validate_namespaces": ["default"],
+    "validate_namespaces": ["gpufabric-validation"],
     "secret_namespaces": ["csi-driver-nfs"],
     "claim_namespaces": [_storage_csi.CLAIM_NAMESPACE],
     "crds": list(COLLECTION_CRDS),
@@ -222,7 +223,8 @@ def _check_inputs(inputs: Mapping[str, Any]) -> Dict[str, Any]:
             continue
         for namespace in value:
             if not (isinstance(namespace, str) and _DNS_LABEL_RE.fullmatch(namespace)):
-                problems.append(f"{key}: {namespace!r} is not a namespace (a DNS label)")
+                named = " (validate_namespace)" if key == "validate_namespaces" else ""
+                problems.append(f"{key}: {namespace!r} is not a namespace (a DNS label){named}")
         merged[key] = sorted(set(value), key=lambda n: (n != "default", str(n)))
     crds = merged["crds"]
     if not isinstance(crds, (list, tuple)) or not all(
@@ -242,13 +244,16 @@ def inputs_from_intent(
     filesystems: Sequence[Mapping[str, Any]],
     subject: Mapping[str, Any],
     job_image: str,
+    validate_namespace: str,
 ) -> Dict[str, Any]:
     """The inputs of ``manifest`` for a plan: ``cluster`` is the checked cluster intent (the plan's
     check_cluster), ``filesystems`` every GPU node's checked ``gpufabric_storage`` entries (one
-    definition per name, as the cluster plan requires), ``job_image`` validate_nccl_image.
+    definition per name, as the cluster plan requires), ``job_image`` validate_nccl_image,
+    ``validate_namespace`` the NCCL Jobs' namespace.
 
     The namespaces are those the roles write in: the NADs' (``gpufabric_rails.nad_namespace``), where
-    rdma_networks keeps the NCCL ConfigMaps and validate runs its Jobs; each operator's release
+    rdma_networks keeps the NCCL ConfigMaps; validate's (``validate_namespace``), where it runs its
+    Jobs, apart from the NADs' and the workloads'; each operator's release
     namespace, for the operators in ``plan_cluster_roles``; and for storage_csi, the claims' (the
     static volumes' ``k8s.namespace``, and "default", where it always lists) and the mount-options
     Secrets' (the NFS driver's namespace, and ``k8s.secret_namespace`` of an NFS StorageClass that
@@ -278,8 +283,8 @@ def inputs_from_intent(
         "subject": dict(subject),
         "operator_namespaces": operators,
         "nad_namespaces": [nad] if "rdma_networks" in roles else [],
-        # validate runs its Jobs where the NCCL ConfigMaps are (proof/jobs.py)
-        "validate_namespaces": [nad],
+        # validate runs its Jobs in a namespace of their own (proof/jobs.py)
+        "validate_namespaces": [validate_namespace],
         "secret_namespaces": sorted(set(secrets)),
         "claim_namespaces": sorted(set(claims)),
         "crds": list(COLLECTION_CRDS),
@@ -372,9 +377,11 @@ def admission_policies(inputs: Mapping[str, Any]) -> List[Dict[str, Any]]:
     admission policies."""
     match = [{"name": NAME, "expression": match_expression(inputs["subject"])}]
     out: List[Dict[str, Any]] = []
-    # validate's NCCL Jobs: the planned image (validate_nccl_image), no other container, the planned
-    # securityContext (IPC_LOCK added, nothing privileged), the Pod on the default ServiceAccount
-    # without host namespaces, and only Secret, ConfigMap and emptyDir volumes (no hostPath, no claim).
+    # validate's NCCL Jobs: in validate_namespace only (the policy matches the subject's Jobs in every
+    # namespace and refuses them elsewhere, whatever RBAC grants there), the planned image
+    # (validate_nccl_image), no other container, the planned securityContext (IPC_LOCK added, nothing
+    # privileged), the Pod on the default ServiceAccount without host namespaces, and only Secret,
+    # ConfigMap and emptyDir volumes (no hostPath, no claim).
     out += _policy(
         f"{NAME}-jobs",
         {
@@ -382,6 +389,10 @@ def admission_policies(inputs: Mapping[str, Any]) -> List[Dict[str, Any]]:
             "matchConditions": copy.deepcopy(match),
             "variables": [{"name": "pod", "expression": "object.spec.template.spec"}],
             "validations": [
+                {
+                    "expression": "request.namespace in " + _cel_list(inputs["validate_namespaces"]),
+                    "message": "the NCCL Jobs run in validate_namespace only",
+                },
                 {
                     "expression": f"variables.pod.containers.all(c, c.image == '{inputs['job_image']}')",
                     "message": "the NCCL Job's containers must run the planned image",

@@ -7,12 +7,20 @@ One Job per node group of ``gpufabric_plan.network`` with at least two of its no
 * an Indexed ``batch/v1`` Job, one Pod per node (required node affinity to the nodes, required
   anti-affinity between its Pods), each Pod asking for every GPU of the node and one of every
   rail's RDMA resource, attached to the rails' NetworkAttachmentDefinitions (Multus
-  ``k8s.v1.cni.cncf.io/networks``), with the group's NCCL ConfigMap as its environment (the same
-  ConfigMap training Pods use). Pod 0 is the launcher: it starts ``mpirun`` over SSH to the Pods'
-  stable names (the Job's ``subdomain``), which runs ``all_reduce_perf`` with one rank per GPU;
-  the other Pods only serve SSH. ``successPolicy`` ends the Job when Pod 0 succeeds;
+  ``k8s.v1.cni.cncf.io/networks``, ``<NAD namespace>/<NAD>``), with the group's NCCL environment
+  inline (``env``: the keys and values of the NCCL ConfigMap training Pods use, from the plan's
+  ``network["nccl"][group]``, so that nothing is read from the NADs' namespace). Pod 0 is the
+  launcher: it starts ``mpirun`` over SSH to the Pods' stable names (the Job's ``subdomain``),
+  which runs ``all_reduce_perf`` with one rank per GPU; the other Pods only serve SSH.
+  ``successPolicy`` ends the Job when Pod 0 succeeds;
 * a headless Service that gives the Pods their DNS names;
-* a Secret with the SSH key pair of this run (made by ``ssh_keypair``).
+* a Secret with the SSH key pair of this run (made by ``ssh_keypair``) and, for NCCL before 2.21,
+  the GID-index script (the plan's ``nccl-gid-index`` ConfigMap's script, mounted where the NCCL
+  environment's ``GPUFABRIC_NCCL_GID_SCRIPT`` names it).
+
+All three live in ``options["namespace"]`` (``validate_namespace``), a namespace of their own: the
+identity may create Jobs there only, and the ``gpufabric-rollout-jobs`` admission policy admits a
+Job there only, with the planned image and securityContext (docs/rbac/README.md).
 
 The Job is created suspended (``spec.suspend``, Kubernetes "Job suspension"): no Pod starts before
 its Secret and Service exist. Both are owned by the Job (``owned_by``: ``metadata.ownerReferences``
@@ -48,6 +56,7 @@ GID_DIR = "/opt/gpufabric"
 GID_SCRIPT_KEY = "find-gid-index.sh"
 LABELS = {"app.kubernetes.io/name": "gpufabric-nccl-tests", "app.kubernetes.io/part-of": "gpufabric-rollout"}
 _SIZE = re.compile(r"^[0-9]+[KMG]?$")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
 class JobPlanError(ValueError):
@@ -120,10 +129,11 @@ def _group(network: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     raise JobPlanError(f"node group {name!r} is not in the cluster plan")
 
 
-def _gid_configmap(network: Mapping[str, Any]) -> Optional[str]:
+def _gid_script(network: Mapping[str, Any]) -> Optional[str]:
+    """The GID-index script of the plan's ConfigMap (rdma_networks), copied into the Job's Secret."""
     for obj in (network.get("objects") or {}).get("rdma_networks") or []:
         if obj.get("kind") == "ConfigMap" and GID_SCRIPT_KEY in (obj.get("data") or {}):
-            return obj["metadata"]["name"]
+            return str(obj["data"][GID_SCRIPT_KEY])
     return None
 
 
@@ -135,23 +145,28 @@ def job_for_group(
     hosts: Optional[Mapping[str, str]] = None,
 ) -> Dict[str, Any]:
     """The Job, its Service and the name of its Secret for one node group on ``nodes`` (Node names;
-    ``hosts`` maps them to inventory names)."""
+    ``hosts`` maps them to inventory names), in ``options["namespace"]``; the Pods attach the NADs of
+    the NADs' namespace."""
     group = _group(network, group_name)
     config = network.get("config") or {}
-    namespace = config.get("nad_namespace") or "default"
+    nad_namespace = config.get("nad_namespace") or "default"
+    namespace = options.get("namespace")
+    if not (isinstance(namespace, str) and _DNS_LABEL.match(namespace)):
+        raise JobPlanError(f"validate_namespace: {namespace!r} is not a namespace (a DNS label)")
     name = job_name(group_name)
     rails = [r for r in network.get("rails") or [] if group_name in (r.get("node_groups") or [])]
     if not rails:
         raise JobPlanError(f"node group {group_name!r} has no rail in the cluster plan")
-    env = dict((network.get("nccl") or {}).get(group_name) or {})
-    configmap = group.get("nccl_configmap")
-    if not configmap or not env:
-        raise JobPlanError(f"node group {group_name!r} has no NCCL ConfigMap in the cluster plan")
+    env = {str(k): str(v) for k, v in ((network.get("nccl") or {}).get(group_name) or {}).items()}
+    if not env:
+        raise JobPlanError(f"node group {group_name!r} has no NCCL environment in the cluster plan")
     gpus = int(group.get("gpu_count") or 0)
     if gpus < 1:
         raise JobPlanError(f"node group {group_name!r} has no GPU")
-    gid = _gid_configmap(network) if "GPUFABRIC_NCCL_GID_SCRIPT" in env else None
-    networks = ",".join(f"{namespace}/{(r.get('nad_by_group') or {}).get(group_name, r['name'])}" for r in rails)
+    gid = _gid_script(network) if "GPUFABRIC_NCCL_GID_SCRIPT" in env else None
+    if "GPUFABRIC_NCCL_GID_SCRIPT" in env and gid is None:
+        raise JobPlanError(f"node group {group_name!r} needs the GID-index script, which the cluster plan lacks")
+    networks = ",".join(f"{nad_namespace}/{(r.get('nad_by_group') or {}).get(group_name, r['name'])}" for r in rails)
     limits = {GPU_RESOURCE: str(gpus)}
     limits.update({r["resource"]: "1" for r in rails})
     label_prefix = config.get("label_prefix") or "gpufabric.io"
@@ -160,13 +175,18 @@ def job_for_group(
         {"name": "ssh", "mountPath": SSH_DIR, "readOnly": True},
         {"name": "shm", "mountPath": "/dev/shm"},
     ]
+    ssh_items = [{"key": k, "path": k} for k in ("id_ed25519", "authorized_keys")]
     volumes: List[Dict[str, Any]] = [
-        {"name": "ssh", "secret": {"secretName": name + "-ssh", "defaultMode": 0o400}},
+        {"name": "ssh", "secret": {"secretName": name + "-ssh", "defaultMode": 0o400, "items": ssh_items}},
         {"name": "shm", "emptyDir": {"medium": "Memory"}},
     ]
     if gid:
+        # the script travels in the Job's own Secret: nothing is read from the NADs' namespace
         mounts.append({"name": "gid", "mountPath": GID_DIR, "readOnly": True})
-        volumes.append({"name": "gid", "configMap": {"name": gid}})
+        gid_items = [{"key": GID_SCRIPT_KEY, "path": GID_SCRIPT_KEY}]
+        volumes.append(
+            {"name": "gid", "secret": {"secretName": name + "-ssh", "defaultMode": 0o400, "items": gid_items}}
+        )
     script = launcher_script(name, len(nodes), gpus, list(env), options, gid is not None)
     spec: Dict[str, Any] = {
         "completions": len(nodes),
@@ -200,7 +220,7 @@ def job_for_group(
                         "name": "nccl-tests",
                         "image": options["image"],
                         "command": ["/bin/bash", "-c", script],
-                        "envFrom": [{"configMapRef": {"name": configmap}}],
+                        "env": [{"name": k, "value": v} for k, v in sorted(env.items())],
                         "ports": [{"name": "ssh", "containerPort": int(options["ssh_port"])}],
                         "resources": {"limits": dict(limits), "requests": dict(limits)},
                         "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}},
@@ -241,6 +261,7 @@ def job_for_group(
         "args": test_args(options),
         "objects": [service, job],
         "secret": name + "-ssh",
+        "gid_script": gid,
     }
 
 
@@ -267,17 +288,21 @@ def job_set(network: Mapping[str, Any], hosts: Mapping[str, str], options: Mappi
 
 
 def secret(job: Mapping[str, Any], private_key: str, public_key: str) -> Dict[str, Any]:
-    """The Secret with this run's SSH key pair, mounted read-only in the Job's Pods."""
+    """The Secret with this run's SSH key pair (and the GID-index script, when the Job needs it),
+    mounted read-only in the Job's Pods."""
 
     def b64(text: str) -> str:
-        return base64.b64encode(text.encode("ascii")).decode("ascii")
+        return base64.b64encode(text.encode("utf-8")).decode("ascii")
 
+    data = {"id_ed25519": b64(private_key), "authorized_keys": b64(public_key)}
+    if job.get("gid_script"):
+        data[GID_SCRIPT_KEY] = b64(job["gid_script"])
     return {
         "apiVersion": "v1",
         "kind": "Secret",
         "metadata": {"name": job["secret"], "namespace": job["namespace"], "labels": dict(LABELS)},
         "type": "Opaque",
-        "data": {"id_ed25519": b64(private_key), "authorized_keys": b64(public_key)},
+        "data": data,
     }
 
 

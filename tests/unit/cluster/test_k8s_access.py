@@ -240,16 +240,20 @@ def _role_vars(role: str, table: str, extra: Optional[Dict[str, Any]] = None) ->
 
 def _validate_checks(plan: Dict[str, Any]) -> List[Dict[str, str]]:
     """validate's NCCL Jobs, as its access check asks: applying the Job set of the plan's node group,
-    and its own table (cleanup, logs) in the Jobs' namespace."""
+    its own table (cleanup, logs) in the Jobs' namespace (validate_namespace), and creating that
+    namespace (cluster-wide)."""
     nodes = {n: n for g in plan["node_groups"] for n in g["nodes"]}
+    defaults = yaml.safe_load((REPO / "roles" / "validate" / "defaults" / "main.yml").read_text())
     options = {"image": "i", "binary": "/b", "min_bytes": "1M", "max_bytes": "8G", "iters": 20, "timeout": 900}
-    options.update(ssh_port=2222, keep_jobs=False)
+    options.update(ssh_port=2222, keep_jobs=False, namespace=defaults["validate_namespace"])
     jobs = _validate_jobs.job_set(plan, nodes, options)["jobs"]
     assert jobs, "the DGX plan gives a Job"
+    assert {j["namespace"] for j in jobs} == {"gpufabric-validation"} != {plan["config"]["nad_namespace"]}
     objects = [o for job in jobs for o in job["objects"]] + [_validate_jobs.secret(j, "", "") for j in jobs]
     access = _role_vars("validate", "__validate_access")
-    namespaced = [dict(rule, namespace=jobs[0]["namespace"]) for part in access.values() for rule in part]
-    return _k8s_access.expand(_k8s_access.apply_rules(objects) + namespaced)
+    namespaced = [dict(rule, namespace=jobs[0]["namespace"]) for rule in access["cleanup"] + access["logs"]]
+    assert set(access) == {"cleanup", "logs", "namespace"}
+    return _k8s_access.expand(_k8s_access.apply_rules(objects) + namespaced + access["namespace"])
 
 
 # The CRDs network_operator and gpu_operator apply by name (their __<role>_crd_names), every one they can.

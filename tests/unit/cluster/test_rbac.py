@@ -29,7 +29,7 @@ CUSTOM = {
     "job_image": IMAGE,
     "operator_namespaces": {"network_operator": "netop", "gpu_operator": "gpuop"},
     "nad_namespaces": ["ml-rails"],
-    "validate_namespaces": ["ml-rails"],
+    "validate_namespaces": ["ml-checks"],
     "secret_namespaces": ["nfs-secrets"],
     "claim_namespaces": ["default", "ml-data"],
 }
@@ -107,7 +107,9 @@ def test_custom_namespaces_get_their_roles_and_bindings_there():
         for ns, rules in bound.items()
     }
     assert ("configmaps", "create") in grants["ml-rails"]
-    assert ("jobs", "create") in grants["ml-rails"]
+    # validate's Jobs, Services and Secrets in their own namespace, not the NADs'
+    assert {("jobs", "create"), ("services", "create"), ("secrets", "create")} <= grants["ml-checks"]
+    assert not {grant[0] for grant in grants["ml-rails"]} & {"jobs", "services", "secrets", "pods", "pods/log"}
     assert ("persistentvolumeclaims", "delete") in grants["ml-data"]
     assert ("persistentvolumeclaims", "delete") in grants["default"]
     assert ("secrets", "patch") in grants["nfs-secrets"]
@@ -117,7 +119,7 @@ def test_custom_namespaces_get_their_roles_and_bindings_there():
     assert ("configmaps", "create") not in grants["default"]
     # every namespace bound in and not built in is made, once, before its bindings
     made = [i["metadata"]["name"] for i in _items(manifest, "Namespace")]
-    assert made == ["netop", "gpuop", "ml-rails", "nfs-secrets", "ml-data"]
+    assert made == ["netop", "gpuop", "ml-checks", "nfs-secrets", "ml-rails", "ml-data"]
     for ns in made:
         first = next(n for n, i in enumerate(manifest["items"]) if i["metadata"].get("namespace") == ns)
         assert (
@@ -147,6 +149,31 @@ def test_nothing_cluster_wide_writes_namespaced_objects_namespaces_or_crds_beyon
     # an empty list of CRDs drops the patch rule: resourceNames: [] would mean every CRD
     if inputs.get("crds") == []:
         assert not [r for r in cluster if "resourceNames" in r]
+
+
+@pytest.mark.parametrize("inputs", [{"job_image": IMAGE}, CUSTOM])
+def test_validate_jobs_are_granted_and_admitted_in_the_validation_namespace_only(inputs):
+    manifest = _rbac.manifest(inputs)
+    where = inputs.get("validate_namespaces", ["gpufabric-validation"])
+    bound = _bound(manifest)
+    for resource in ("jobs", "services", "pods/log"):
+        granted = {ns for ns, rules in bound.items() for r in rules if resource in r["resources"]}
+        assert sorted(granted) == where, resource
+    # the default plan: nothing of validate's in the NADs' namespace, default, where workloads run
+    if "nad_namespaces" not in inputs:
+        assert not {r for rule in bound["default"] for r in rule["resources"]} & {"jobs", "services", "secrets"}
+    # the Namespace is in the manifest (an administrator's apply makes it), without labels: the
+    # administrator adds the Pod Security labels the cluster needs
+    ns = [i for i in _items(manifest, "Namespace") if i["metadata"]["name"] in where]
+    assert ns == [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}} for n in where]
+    jobs = next(i for i in manifest["items"] if i["metadata"]["name"] == "gpufabric-rollout-jobs")
+    assert jobs["kind"] == "ValidatingAdmissionPolicy"
+    assert "namespaceSelector" not in jobs["spec"]["matchConstraints"], "it must see Jobs in every namespace"
+    first = jobs["spec"]["validations"][0]
+    assert first == {
+        "expression": "request.namespace in [" + ", ".join(f"'{n}'" for n in where) + "]",
+        "message": "the NCCL Jobs run in validate_namespace only",
+    }
 
 
 def test_the_crds_the_admission_policy_admits_are_the_inputs():
@@ -218,6 +245,10 @@ def test_the_filter_checks_the_subject_and_names_the_variables():
         ({"crds": ["widgets"]}, r"crds: \['widgets'\] is not a list of CRD names"),
         ({"job_image": None}, r"job_image: None is not an image reference \(validate_nccl_image\)"),
         (
+            {"validate_namespaces": ["Checks"]},
+            r"validate_namespaces: 'Checks' is not a namespace \(a DNS label\) \(validate_namespace\)",
+        ),
+        (
             {"subject": {"kind": "Robot", "name": "x"}},
             r"subject.kind: 'Robot' is not one of User, Group, ServiceAccount",
         ),
@@ -245,19 +276,21 @@ def test_inputs_from_the_checked_intent():
         {"name": "scratch", "backend": "lustre", "pods": "static_pv", "k8s": {}},
         {"name": "host-only", "backend": "nfs", "pods": "host", "k8s": {"namespace": "never"}},
     ]
-    inputs = _rbac.inputs_from_intent(cluster, filesystems, {"kind": "User", "name": "u"}, IMAGE)
+    inputs = _rbac.inputs_from_intent(cluster, filesystems, {"kind": "User", "name": "u"}, IMAGE, "ml-checks")
     assert inputs == {
         "subject": {"kind": "User", "name": "u"},
         "operator_namespaces": {"network_operator": "netop"},
         "nad_namespaces": ["ml-rails"],
-        "validate_namespaces": ["ml-rails"],
+        "validate_namespaces": ["ml-checks"],
         "secret_namespaces": ["csi-nfs", "nfs-secrets"],
         "claim_namespaces": ["default", "ml-data"],
         "crds": list(_rbac.COLLECTION_CRDS),
         "job_image": IMAGE,
     }
     # without storage_csi and rdma_networks: no claims, Secrets or ConfigMaps anywhere
-    bare = _rbac.inputs_from_intent({"plan_cluster_roles": []}, filesystems, {"kind": "User", "name": "u"}, IMAGE)
+    bare = _rbac.inputs_from_intent(
+        {"plan_cluster_roles": []}, filesystems, {"kind": "User", "name": "u"}, IMAGE, "gpufabric-validation"
+    )
     manifest = _rbac.manifest(bare)
     names = {i["metadata"]["name"] for i in manifest["items"]}
     assert not {"gpufabric-rollout-networks", "gpufabric-rollout-claims", "gpufabric-rollout-storage"} & names

@@ -75,7 +75,7 @@ def test_writes_the_plans_rbac_once_and_check_mode_writes_nothing(tmp_path, inve
             "subject": {"kind": "User", "name": "gpufabric-rollout"},
             "operator_namespaces": {"network_operator": "netop", "gpu_operator": "gpu-operator"},
             "nad_namespaces": ["ml-rails"],
-            "validate_namespaces": ["ml-rails"],
+            "validate_namespaces": ["gpufabric-validation"],
             "secret_namespaces": ["csi-driver-nfs", "nfs-secrets"],
             "claim_namespaces": ["default", "ml-data"],
             "job_image": IMAGE,
@@ -101,9 +101,16 @@ def test_a_service_account_subject_is_bound_and_matched(tmp_path, inventory):
         "rbac_subject_name=gpufabric-ci",
         "-e",
         "rbac_subject_namespace=ops",
+        "-e",
+        "validate_namespace=nccl-ci",
     )
     assert run.returncode == 0, run.stdout[-4000:]
     items = yaml.safe_load(out.read_text())["items"]
+    # validate_namespace: the NCCL Jobs' Role is bound there, and the Jobs admitted there only
+    validate = [(i["kind"], i["metadata"].get("namespace")) for i in items if "validate" in i["metadata"]["name"]]
+    assert validate == [("Role", "nccl-ci"), ("RoleBinding", "nccl-ci")]
+    jobs = next(i for i in items if i["metadata"]["name"] == "gpufabric-rollout-jobs")
+    assert jobs["spec"]["validations"][0]["expression"] == "request.namespace in ['nccl-ci']"
     sa = {"kind": "ServiceAccount", "name": "gpufabric-ci", "namespace": "ops"}
     assert all(i["subjects"] == [sa] for i in items if i["kind"].endswith("Binding") and "subjects" in i)
     assert all(
@@ -120,6 +127,7 @@ def test_a_service_account_subject_is_bound_and_matched(tmp_path, inventory):
         (["-e", "rbac_subject_kind=Robot"], "rbac_subject_kind: 'Robot' is not one of User, Group, ServiceAccount"),
         (["-e", "rbac_subject_kind=ServiceAccount"], "rbac_subject_namespace: None is not a namespace"),
         (["-e", "rbac_output=out/"], 'rbac_output: "out/" is not a file to write the RBAC manifest to'),
+        (["-e", "validate_namespace=NCCL_CI"], "'NCCL_CI' is not a namespace (a DNS label) (validate_namespace)"),
     ],
 )
 def test_bad_variables_are_refused_naming_them(tmp_path, inventory, extra, message):

@@ -38,6 +38,7 @@ OPTIONS = {
     "timeout": 900,
     "ssh_port": 2222,
     "keep_jobs": False,
+    "namespace": "gpufabric-validation",
 }
 FILTERS = FilterModule().filters()
 
@@ -76,7 +77,9 @@ def job(plan):
 def test_one_indexed_job_per_node_group_one_pod_per_node(plan, job):
     service, spec = job["objects"][0], job["objects"][1]
     assert (service["kind"], spec["kind"]) == ("Service", "Job")
-    assert job["name"] == f"gpufabric-nccl-{GROUP}" and job["namespace"] == "default"
+    assert job["name"] == f"gpufabric-nccl-{GROUP}" and job["namespace"] == "gpufabric-validation"
+    assert service["metadata"]["namespace"] == spec["metadata"]["namespace"] == "gpufabric-validation"
+    assert _validate_jobs.secret(job, "", "")["metadata"]["namespace"] == "gpufabric-validation"
     body = spec["spec"]
     assert (body["completions"], body["parallelism"], body["completionMode"]) == (2, 2, "Indexed")
     assert body["successPolicy"] == {"rules": [{"succeededIndexes": "0"}]}
@@ -104,14 +107,42 @@ def test_pods_ask_for_every_gpu_and_rail_and_take_the_plans_nccl_environment(pla
     assert pod["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"] == ",".join(
         f"default/rail{i}" for i in range(8)
     )
+    # the NCCL environment inline, the ConfigMap's keys and values: nothing read from the NADs' namespace
     configmap = next(g["nccl_configmap"] for g in network["node_groups"] if g["name"] == GROUP)
-    assert container["envFrom"] == [{"configMapRef": {"name": configmap}}]
+    assert "envFrom" not in container
     planned = {o["metadata"]["name"]: o for o in network["objects"]["rdma_networks"] if o["kind"] == "ConfigMap"}
-    assert planned[configmap]["data"] == network["nccl"][GROUP] == job["env"]
-    assert planned[configmap]["data"]["NCCL_IB_TC"] == "106"
+    assert {e["name"]: e["value"] for e in container["env"]} == planned[configmap]["data"] == network["nccl"][GROUP]
+    assert [e["name"] for e in container["env"]] == sorted(network["nccl"][GROUP])
+    assert all(set(e) == {"name", "value"} for e in container["env"]), "values only, no valueFrom"
+    assert planned[configmap]["data"]["NCCL_IB_TC"] == "106" and job["env"] == network["nccl"][GROUP]
     assert container["image"] == OPTIONS["image"]
     assert container["securityContext"] == {"capabilities": {"add": ["IPC_LOCK"]}}
-    assert {"name": "ssh", "secret": {"secretName": job["secret"], "defaultMode": 0o400}} in pod["spec"]["volumes"]
+    items = [{"key": "id_ed25519", "path": "id_ed25519"}, {"key": "authorized_keys", "path": "authorized_keys"}]
+    ssh = {"name": "ssh", "secret": {"secretName": job["secret"], "defaultMode": 0o400, "items": items}}
+    assert ssh in pod["spec"]["volumes"]
+    assert not [v for v in pod["spec"]["volumes"] if "configMap" in v], "no ConfigMap of another namespace"
+    assert job["gid_script"] is None and "find-gid-index.sh" not in _validate_jobs.secret(job, "", "")["data"]
+
+
+def test_the_jobs_run_in_the_validation_namespace_and_attach_the_nads_of_theirs(plan):
+    network = copy.deepcopy(plan["network"])
+    network["config"]["nad_namespace"] = "ml-rails"
+    job = _validate_jobs.job_for_group(
+        network, GROUP, ["gpu-node-01", "gpu-node-02"], dict(OPTIONS, namespace="nccl-checks")
+    )
+    assert job["namespace"] == "nccl-checks"
+    assert {o["metadata"]["namespace"] for o in job["objects"]} == {"nccl-checks"}
+    assert _validate_jobs.secret(job, "", "")["metadata"]["namespace"] == "nccl-checks"
+    assert [(r["kind"], r["namespace"]) for r in FILTERS["validate_nccl_cleanup"]([job])] == [
+        ("Service", "nccl-checks"),
+        ("Job", "nccl-checks"),
+        ("Secret", "nccl-checks"),
+    ]
+    networks = job["objects"][1]["spec"]["template"]["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"]
+    assert networks == ",".join(f"ml-rails/rail{i}" for i in range(8))
+    for bad in (None, "", "Default", "a_b", "x" * 64):
+        with pytest.raises(_validate_jobs.JobPlanError, match=r"validate_namespace: .* is not a namespace"):
+            _validate_jobs.job_for_group(network, GROUP, ["gpu-node-01", "gpu-node-02"], dict(OPTIONS, namespace=bad))
 
 
 def test_per_group_nads_are_the_groups_own(plan):
@@ -145,9 +176,9 @@ def test_the_ssh_key_pair_and_secret(job):
 def test_access_rules_name_what_the_role_does(job):
     rules = _k8s_access.apply_rules([*job["objects"], _validate_jobs.secret(job, "", "")])
     assert [(r["api_group"], r["resources"], r["namespace"]) for r in rules] == [
-        ("", ["services"], "default"),
-        ("batch", ["jobs"], "default"),
-        ("", ["secrets"], "default"),
+        ("", ["services"], "gpufabric-validation"),
+        ("batch", ["jobs"], "gpufabric-validation"),
+        ("", ["secrets"], "gpufabric-validation"),
     ]
 
 
@@ -157,12 +188,34 @@ def test_a_group_with_one_node_in_the_run_is_skipped_with_the_reason(plan):
     assert jobs["skipped"] == [f"node group {GROUP}: 1 of its nodes in this run; NCCL across nodes needs two or more"]
 
 
-def test_old_nccl_mounts_the_gid_script_and_runs_it():
+def test_old_nccl_mounts_the_gid_script_from_the_jobs_own_secret_and_runs_it():
     plan = cluster_plan(gpufabric_nccl_version="2.18.3")
     job = _validate_jobs.job_set(plan["network"], HOSTS, OPTIONS)["jobs"][0]
     pod = job["objects"][1]["spec"]["template"]["spec"]
-    assert {"name": "gid", "configMap": {"name": "nccl-gid-index"}} in pod["volumes"]
+    script = next(
+        o["data"]["find-gid-index.sh"]
+        for o in plan["network"]["objects"]["rdma_networks"]
+        if o["metadata"]["name"] == "nccl-gid-index"
+    )
+    # a copy in the Job's Secret (owned by the Job, deleted with it), not the NADs' namespace's ConfigMap
+    items = [{"key": "find-gid-index.sh", "path": "find-gid-index.sh"}]
+    gid = {"name": "gid", "secret": {"secretName": job["secret"], "defaultMode": 0o400, "items": items}}
+    assert gid in pod["volumes"] and not [v for v in pod["volumes"] if "configMap" in v]
+    assert {"name": "gid", "mountPath": "/opt/gpufabric", "readOnly": True} in pod["containers"][0]["volumeMounts"]
+    env = {e["name"]: e["value"] for e in pod["containers"][0]["env"]}
+    assert env["GPUFABRIC_NCCL_GID_SCRIPT"] == "/opt/gpufabric/find-gid-index.sh"
+    secret = _validate_jobs.secret(job, "k", "p")
+    assert base64.b64decode(secret["data"]["find-gid-index.sh"]).decode() == script
+    assert secret["metadata"]["namespace"] == job["namespace"] == "gpufabric-validation"
+    validate_core(secret)
+    validate_core(job["objects"][1])
     assert "sh /opt/gpufabric/find-gid-index.sh net1 /etc/nccl.conf" in pod["containers"][0]["command"][2]
+    network = copy.deepcopy(plan["network"])
+    for obj in network["objects"]["rdma_networks"]:
+        if obj["metadata"]["name"] == "nccl-gid-index":
+            obj["data"] = {}
+    with pytest.raises(_validate_jobs.JobPlanError, match="needs the GID-index script"):
+        _validate_jobs.job_for_group(network, GROUP, ["gpu-node-01", "gpu-node-02"], OPTIONS)
 
 
 # ------------------------------------------------------------------------------------ the Pods' script
@@ -284,7 +337,10 @@ def test_pod_logs_become_runs_naming_the_launcher_pod(job):
     assert [(r["name"], r["nodes"], r["output"]) for r in out["runs"]] == [
         (job["name"], ["gpu-node-01", "gpu-node-02"], log)
     ]
-    assert out["runs"][0]["source"] == f"log of launcher Pod default/l on gpu-node-01, Job default/{job['name']}"
+    assert (
+        out["runs"][0]["source"]
+        == f"log of launcher Pod gpufabric-validation/l on gpu-node-01, Job gpufabric-validation/{job['name']}"
+    )
     assert all(c["passed"] for c in out["checks"])
     unread = _validate_jobs.collect(
         [job], {job["name"]: COMPLETE}, pods, {job["name"]: {"failed": True, "msg": "Forbidden"}}, {}, "pod_logs"
@@ -293,7 +349,7 @@ def test_pod_logs_become_runs_naming_the_launcher_pod(job):
     assert [(c["name"], c["passed"], c["detail"]) for c in unread["checks"]][-1] == (
         "launcher log read",
         False,
-        f"Job default/{job['name']}: Forbidden",
+        f"Job gpufabric-validation/{job['name']}: Forbidden",
     )
 
 
