@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """A signed Helm chart repository for the lab: the lab's stand-in charts packaged and signed with a
 throwaway key (helm package --sign, provenance files beside the archives), an index, and an HTTP
 server on 127.0.0.1 that serves them, so the roles' verified-chart path (`*_chart_keyring`: helm pull
