@@ -175,6 +175,7 @@ def test_driver_installs_pinned_and_configurable(check):
         "chart_name": "csi-driver-nfs",
         "chart_version": "4.13.4",
         "chart_path": "",
+        "chart_keyring": "",
         "values": {},
         "install": True,
     }
