@@ -102,13 +102,13 @@ pinned:
 """
 
 import os
-import tempfile
 from urllib.parse import urlsplit
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
 from ansible.module_utils.urls import open_url
 
+from ansible_collections.gpufabric.rollout.plugins.module_utils.shared import atomic_file as _atomic_file
 from ansible_collections.gpufabric.rollout.plugins.module_utils.shared import signing_key as _key
 
 
@@ -123,23 +123,12 @@ def download(params):
 
 
 def write(module, dest, data):
-    """Write data to dest through a temporary file of its directory; True when the content changed."""
-    try:
-        with open(dest, "rb") as handle:
-            if handle.read() == data:
-                return False
-    except FileNotFoundError:
-        pass
-    if module.check_mode:
-        return True
-    fd, tmp = tempfile.mkstemp(prefix=".gpufabric-key.", dir=os.path.dirname(dest))
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        module.atomic_move(tmp, dest)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    """Write data to dest (read without following a symlink there, written through a temporary file
+    beside it: shared.atomic_file); True when the content changed."""
+    if _atomic_file.read_bytes(dest) == data:
+        return False
+    if not module.check_mode:
+        _atomic_file.write_atomic(dest, data, int(module.params["mode"], 8))
     return True
 
 

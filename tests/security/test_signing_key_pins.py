@@ -206,3 +206,14 @@ def test_a_client_repository_without_a_pin_is_refused_by_the_plan():
             _plan_node.plan_node(values, node_facts(1))
     values, problems = PLAN.check(specs, "node", lab_variables())
     assert problems == [] and _plan_node.plan_node(values, node_facts(1))["storage_client"]
+
+
+def test_a_symlink_planted_at_the_keyring_is_replaced_not_written_through(keys, tmp_path, monkeypatch, capsys):
+    target = tmp_path / "elsewhere"
+    target.write_bytes(b"not a key")
+    dest = tmp_path / "keyrings" / "repo.asc"
+    dest.parent.mkdir()
+    dest.symlink_to(target)
+    rc, result, dest = _module(tmp_path, keys["vendor"]["asc"].as_uri(), [keys["vendor"]["fpr"]], monkeypatch, capsys)
+    assert rc == 0 and result["changed"] and not dest.is_symlink()
+    assert dest.read_bytes() == keys["vendor"]["asc"].read_bytes() and target.read_bytes() == b"not a key"

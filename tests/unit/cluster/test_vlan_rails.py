@@ -20,17 +20,22 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.cluster i
 REPO = Path(__file__).resolve().parents[3]
 
 
-@pytest.fixture(scope="module")
-def vlan_nodes(tmp_path_factory):
+def discovered(tmp_path_factory, layout: str, prefix: str):
+    """Discovery of nodes 1 and 2 of a lab snapshot layout (lab/snapshots/build.py), as gpu-node-01/02."""
     spec = importlib.util.spec_from_file_location("gpufabric_snapshots_build", REPO / "lab/snapshots/build.py")
     build = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(build)
     nodes = {}
     for n in (1, 2):
-        dest = tmp_path_factory.mktemp(f"vlan{n}")
-        build.materialize(f"roce-vlan-gid@{n}", str(dest))
+        dest = tmp_path_factory.mktemp(f"{prefix}{n}")
+        build.materialize(f"{layout}@{n}", str(dest))
         nodes[f"gpu-node-0{n}"] = json.loads(json.dumps(T.discover(str(dest))))
     return nodes
+
+
+@pytest.fixture(scope="module")
+def vlan_nodes(tmp_path_factory):
+    return discovered(tmp_path_factory, "roce-vlan-gid", "vlan")
 
 
 def nads_of(plan):
@@ -82,15 +87,7 @@ def with_rail0(nodes, node, **changes):
 
 @pytest.fixture(scope="module")
 def untagged_nodes(tmp_path_factory):
-    spec = importlib.util.spec_from_file_location("gpufabric_snapshots_build", REPO / "lab/snapshots/build.py")
-    build = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(build)
-    nodes = {}
-    for n in (1, 2):
-        dest = tmp_path_factory.mktemp(f"flat{n}")
-        build.materialize(f"pcie-l40s-4x2@{n}", str(dest))
-        nodes[f"gpu-node-0{n}"] = json.loads(json.dumps(T.discover(str(dest))))
-    return nodes
+    return discovered(tmp_path_factory, "pcie-l40s-4x2", "flat")
 
 
 def test_sriov_vfs_are_tagged_with_the_vlan_of_the_roce_netdev(vlan_nodes):
