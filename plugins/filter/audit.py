@@ -9,10 +9,6 @@ import json
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.text.converters import to_native
 
-from ansible_collections.gpufabric.rollout.plugins.plugin_utils._lazy import module_utils
-
-_audit = module_utils("proof.audit")
-
 
 def _plain(value):
     """Plain dicts and lists (Ansible's lazy containers and tagged strings dropped)."""
@@ -21,6 +17,8 @@ def _plain(value):
 
 def audit_findings(state, node):
     """The findings of one node from what the audit read (see proof/audit.py for ``state``)."""
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import audit as _audit
+
     try:
         return _audit.findings(str(node), _plain(state or {}))
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -29,6 +27,8 @@ def audit_findings(state, node):
 
 def audit_report(findings):
     """``{checks, not_run}``: the findings in the validate report's shape."""
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import audit as _audit
+
     try:
         checks, missing = _audit.report(_plain(list(findings or [])))
     except (KeyError, TypeError, ValueError) as exc:
@@ -38,6 +38,8 @@ def audit_report(findings):
 
 def audit_summary(findings):
     """The console's closing lines: counts per status and every failure."""
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import audit as _audit
+
     try:
         return _audit.summary(_plain(list(findings or [])))
     except (KeyError, TypeError) as exc:

@@ -6,10 +6,6 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufabric.rollout.plugins.plugin_utils._lazy import module_utils
-
-_awx = module_utils("plan.awx")
-
 
 def awx_survey(
     argument_specs, roles, name, description="", exclude=None, defaults="describe", entry_point="main", allow=None
@@ -20,6 +16,8 @@ def awx_survey(
 
     Returns {survey_spec, enabled, skipped}; see the module_utils docstring for the mapping.
     """
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import awx as _awx
+
     try:
         sources = _awx.role_sources(argument_specs, list(roles or []), entry_point)
         return _awx.survey(sources, name, description, exclude=exclude, defaults=defaults, allow=allow)
@@ -29,6 +27,8 @@ def awx_survey(
 
 def awx_workflow_nodes(nodes, templates, organization):
     """[{identifier, stage, success, failure, always}] -> awx.awx.workflow_job_template workflow_nodes."""
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import awx as _awx
+
     try:
         return _awx.workflow_nodes(nodes, templates, organization)
     except _awx.WorkflowError as exc:

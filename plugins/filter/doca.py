@@ -6,22 +6,31 @@ files, installed packages, reload and read-back); the plan computes the rest (gp
 from __future__ import annotations
 
 from ansible_collections.gpufabric.rollout.plugins.plugin_utils._filter_errors import filter_errors
-from ansible_collections.gpufabric.rollout.plugins.plugin_utils._lazy import module_utils
 
-_doca = module_utils("plan.doca")
-_packages = module_utils("shared.packages")
+
+def _errors():
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.plan.doca import DocaError
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.parse import ParseError
+
+    return DocaError, ParseError
 
 
 def doca_apt_source(url, keyring):
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca as _doca
+
     return _doca.apt_source(url, keyring)
 
 
 def doca_dnf_repo(url, key_url, repo_id="doca", gpgcheck=True):
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca as _doca
+
     return _doca.dnf_repo(url, key_url, repo_id=repo_id, gpgcheck=gpgcheck)
 
 
 def doca_installed(packages_facts, names=None):
     """ansible_facts.packages -> {name: version} (first installed version), limited to ``names``."""
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.shared import packages as _packages
+
     wanted = set(names) if names else None
     result = {}
     for name, entries in (packages_facts or {}).items():
@@ -33,10 +42,14 @@ def doca_installed(packages_facts, names=None):
 
 
 def doca_pending_reload(stack, expected_release, kernel_modules):
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca as _doca
+
     return _doca.pending_reload(stack or {}, expected_release, bool(kernel_modules))
 
 
 def doca_release_matches(reported, expected):
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca as _doca
+
     return _doca.release_matches(reported, expected)
 
 
@@ -60,4 +73,4 @@ class FilterModule:
             doca_release_matches,
             doca_dkms_missing,
         ]
-        return {func.__name__: filter_errors("plan.doca.DocaError", "shared.parse.ParseError")(func) for func in funcs}
+        return {func.__name__: filter_errors(_errors)(func) for func in funcs}

@@ -4,16 +4,16 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpufabric.rollout.plugins.plugin_utils._lazy import module_utils
-
-_gdscheck = module_utils("parsers.gdscheck")
-
 
 def gdscheck_facts(text):
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import gdscheck as _gdscheck
+
     return _gdscheck.parse(str(text or ""))
 
 
 def gdscheck_summary(facts):
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import gdscheck as _gdscheck
+
     return _gdscheck.summary(facts or {})
 
 

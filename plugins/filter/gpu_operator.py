@@ -4,10 +4,6 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpufabric.rollout.plugins.plugin_utils._lazy import module_utils
-
-_plan_gpu_operator = module_utils("plan.gpu_operator")
-
 
 def _first(result):
     """The object of a kubernetes.core.k8s_info result (or an object given directly); None when absent."""
@@ -18,6 +14,8 @@ def _first(result):
 
 def gpu_operator_not_ready(cluster_policy, daemonsets=None, drivers=None):
     """One line per component, DaemonSet or NVIDIADriver that is not ready; [] when all are."""
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import gpu_operator as _plan_gpu_operator
+
     items = (daemonsets or {}).get("resources") if isinstance(daemonsets, dict) else daemonsets
     found = [_first(r) for r in ((drivers or {}).get("results") or [])] if isinstance(drivers, dict) else drivers
     return _plan_gpu_operator.not_ready(_first(cluster_policy), items or [], [d for d in found or [] if d])
@@ -25,6 +23,8 @@ def gpu_operator_not_ready(cluster_policy, daemonsets=None, drivers=None):
 
 def gpu_operator_spec_drift(cluster_policy, expect):
     """The planned ClusterPolicy fields the live object lacks, one line each; [] when it matches."""
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import gpu_operator as _plan_gpu_operator
+
     return _plan_gpu_operator.spec_drift(_first(cluster_policy), expect or {})
 
 

@@ -8,13 +8,18 @@ The entries themselves are planned by the plan play (gpufabric_node_plan.nccl).
 from __future__ import annotations
 
 from ansible_collections.gpufabric.rollout.plugins.plugin_utils._filter_errors import filter_errors
-from ansible_collections.gpufabric.rollout.plugins.plugin_utils._lazy import module_utils
-
-_nccl = module_utils("plan.nccl")
 
 
-@filter_errors("shared.parse.ParseError")
+def _errors():
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.parse import ParseError
+
+    return (ParseError,)
+
+
+@filter_errors(_errors)
 def nccl_conf_parse(text):
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import nccl as _nccl
+
     return dict(_nccl.parse(text or ""))
 
 

@@ -7,16 +7,12 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufabric.rollout.plugins.plugin_utils._lazy import module_utils
-
-_doca = module_utils("plan.doca")
-_packages = module_utils("shared.packages")
-_plan_gpu_driver = module_utils("plan.gpu_driver")
-_plan_node = module_utils("plan.node")
-
 
 def plan_doca_repo(values, ansible_facts):
     """The DOCA repository URL the plan reads the index of (the same function the plan records)."""
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca as _doca
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node as _plan_node
+
     try:
         return _plan_node.doca_repo(values or {}, ansible_facts or {})
     except _doca.DocaError as exc:
@@ -25,16 +21,22 @@ def plan_doca_repo(values, ansible_facts):
 
 def plan_driver_repo(values, ansible_facts):
     """The GPU driver repository the plan reads the index of when the collection installs the host driver."""
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import gpu_driver as _plan_gpu_driver
+
     return _plan_gpu_driver.cuda_repo(values or {}, ansible_facts or {})
 
 
 def doca_stack_packages(_unused=None):
     """Every package name that tells the RDMA stack on a node apart (DOCA-OFED, MLNX_OFED, inbox)."""
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca as _doca
+
     return _doca.stack_package_names()
 
 
 def kernel_headers_package(kernel, os_family="Debian"):
     """The package with the headers of ``kernel`` on ``os_family`` (linux-headers-6.1.0-28-amd64)."""
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.shared import packages as _packages
+
     return _packages.kernel_headers(os_family, kernel)
 
 
@@ -44,6 +46,8 @@ def packages_missing(wanted, packages_facts):
 
     Nothing in a run removes a package, so a stale read can only ask apt for one that is there:
     a task that changes nothing."""
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.shared import packages as _packages
+
     if isinstance(wanted, str):
         wanted = [wanted]
     return _packages.missing(wanted, packages_facts)

@@ -7,16 +7,14 @@ from __future__ import annotations
 import yaml
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufabric.rollout.plugins.plugin_utils._lazy import module_utils
-
-_plan_rbac = module_utils("plan.rbac")
-
 # The variables of playbooks/rbac.yml that name the subject, for the messages.
 SUBJECT_VARIABLES = {"kind": "rbac_subject_kind", "name": "rbac_subject_name", "namespace": "rbac_subject_namespace"}
 
 
 def rbac_subject(kind, name="gpufabric-rollout", namespace=None):
     """The subject to bind, checked: {kind, name} (and namespace for a ServiceAccount)."""
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import rbac as _plan_rbac
+
     problems = _plan_rbac.check_subject(kind, name, namespace or None, SUBJECT_VARIABLES)
     if problems:
         raise AnsibleFilterError("The RBAC is refused: " + "; ".join(problems))
@@ -29,6 +27,8 @@ def rbac_subject(kind, name="gpufabric-rollout", namespace=None):
 def rbac_manifest(cluster_intent, filesystems, subject, job_image, validate_namespace):
     """The RBAC manifest (kind List) for the checked cluster intent and the GPU nodes' filesystems
     (their checked gpufabric_storage entries, one definition per name kept)."""
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import rbac as _plan_rbac
+
     by_name = {}
     for fs in filesystems or []:
         by_name.setdefault(fs.get("name"), dict(fs))

@@ -6,14 +6,10 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufabric.rollout.plugins.plugin_utils._lazy import module_utils
-
-_ncclxml = module_utils("plan.ncclxml")
-_topology = module_utils("discover.topology")
-_topology_report = module_utils("discover.report")
-
 
 def _check(facts):
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.discover import topology as _topology
+
     if not isinstance(facts, dict) or facts.get("schema_version") != _topology.SCHEMA_VERSION:
         raise AnsibleFilterError(
             f"expected gpufabric_topology facts (schema_version {_topology.SCHEMA_VERSION}) "
@@ -24,16 +20,22 @@ def _check(facts):
 
 def topology_report(facts, hostname=""):
     """Human-readable report: GPUs, NICs, path-class matrix, rails, warnings."""
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.discover import report as _topology_report
+
     return _topology_report.format_report(_check(facts), hostname)
 
 
 def topology_nccl_xml(facts):
     """NCCL topology file (NCCL_TOPO_FILE) rendered from the facts."""
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import ncclxml as _ncclxml
+
     return _ncclxml.render_nccl_topo_xml(_check(facts))
 
 
 def topology_warnings(facts, classes=None):
     """The facts' warnings, optionally only those of the given classes."""
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.discover import topology as _topology
+
     warnings = _check(facts)["warnings"]
     if classes is None:
         return list(warnings)

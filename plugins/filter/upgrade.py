@@ -4,25 +4,26 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpufabric.rollout.plugins.plugin_utils._lazy import module_utils
-
-_drain = module_utils("apply.drain")
-_upgrade = module_utils("plan.upgrade")
-
 
 def drain_blockers(pods, pdbs, node, force=False, delete_emptydir_data=False):
     """The Pods a drain of ``node`` still waits for, each with what holds it: {count, lines, text}."""
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import drain as _drain
+
     lines = _drain.blockers(pods or [], pdbs or [], str(node), bool(force), bool(delete_emptydir_data))
     return _drain.summary(lines)
 
 
 def upgrade_stop(failed, total, max_fail_percentage):
     """True once more than ``max_fail_percentage`` percent of the ``total`` nodes to upgrade failed."""
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import upgrade as _upgrade
+
     return _upgrade.stop(int(failed), int(total), int(max_fail_percentage))
 
 
 def drain_target(by_name, by_label, host, mode, required, names, kubelet, variable):
     """Which Node a reload of ``host`` drains, failing closed: {in_cluster, name, node, refuse} (_drain.target)."""
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import drain as _drain
+
     return _drain.target(
         str(host),
         str(mode),

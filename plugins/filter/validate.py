@@ -10,20 +10,12 @@ import json
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.text.converters import to_native
 
-from ansible_collections.gpufabric.rollout.plugins.plugin_utils._lazy import module_utils
-
-_gates = module_utils("proof.gates")
-_gdsio = module_utils("parsers.gdsio")
-_perftest = module_utils("parsers.perftest")
-_readback = module_utils("proof.readback")
-_validate_jobs = module_utils("proof.jobs")
-_validate_reuse = module_utils("proof.reuse")
-_verdict = module_utils("proof.verdict")
-
 
 def validate_rdma_plan(
     nodes, topologies, memories=("host",), base_port=18515, tool="ib_write_bw", size=1 << 20, duration=5
 ):
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import perftest as _perftest
+
     try:
         return _perftest.plan_ring(
             list(nodes),
@@ -39,6 +31,8 @@ def validate_rdma_plan(
 
 
 def validate_gdsio_command(directory, gpu, io_type, **kwargs):
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import gdsio as _gdsio
+
     try:
         return _gdsio.command(directory, int(gpu), int(io_type), **kwargs)
     except _gdsio.GdsioError as exc:
@@ -79,6 +73,8 @@ def _plain(value):
 
 def validate_readback(node_plan, node, live):
     """The read-back checks of one node: what it holds (``live``) against its plan (see _readback)."""
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import readback as _readback
+
     try:
         return _readback.checks(str(node), _plain(node_plan or {}), _plain(live or {}))
     except (KeyError, TypeError, ValueError) as exc:
@@ -87,6 +83,8 @@ def validate_readback(node_plan, node, live):
 
 def validate_nccl_jobs(network, hosts, options):
     """The NCCL Job set of this run: ``hosts`` maps each node's Kubernetes Node name to its inventory name."""
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import jobs as _validate_jobs
+
     try:
         return _validate_jobs.job_set(_plain(network or {}), _plain(hosts or {}), _plain(options or {}))
     except _validate_jobs.JobPlanError as exc:
@@ -95,6 +93,8 @@ def validate_nccl_jobs(network, hosts, options):
 
 def validate_ssh_keypair(kind="ed25519"):
     """A new SSH key pair ``{private, public}`` for the NCCL Pods (set it once with set_fact, no_log)."""
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import jobs as _validate_jobs
+
     if kind != "ed25519":
         raise AnsibleFilterError(f"validate_ssh_keypair: {kind!r} is not supported; use ed25519")
     private, public = _validate_jobs.ssh_keypair()
@@ -102,11 +102,15 @@ def validate_ssh_keypair(kind="ed25519"):
 
 
 def validate_nccl_secret(job, keypair):
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import jobs as _validate_jobs
+
     return _validate_jobs.secret(_plain(job), keypair["private"], keypair["public"])
 
 
 def validate_nccl_owned(obj, applied_job, check_mode=False):
     """The Job's Secret or Service owned by ``applied_job``, the Job as the API server returned it."""
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import jobs as _validate_jobs
+
     try:
         return _validate_jobs.owned_by(_plain(obj), _plain(applied_job or {}), bool(check_mode))
     except _validate_jobs.JobPlanError as exc:
@@ -114,6 +118,8 @@ def validate_nccl_owned(obj, applied_job, check_mode=False):
 
 
 def validate_nccl_resume(job):
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import jobs as _validate_jobs
+
     return _validate_jobs.resume(_plain(job))
 
 
@@ -135,6 +141,8 @@ def validate_nccl_cleanup(jobs):
 
 
 def validate_nccl_lab_env(job):
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import jobs as _validate_jobs
+
     return _validate_jobs.lab_environment(_plain(job))
 
 
@@ -152,6 +160,8 @@ def _by_job(results, key):
 
 def validate_nccl_collect(jobs, states, pods, logs, lab, figures):
     """The report's NCCL runs and the Jobs' checks from the registered results of nccl.yml."""
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import jobs as _validate_jobs
+
     state = {n: v[0] for n, v in _by_job(states, lambda r, i: (r.get("resources") or [None])[0]).items()}
     found = {n: v[0] for n, v in _by_job(pods, lambda r, i: r.get("resources") or []).items()}
     log = {n: v[0] for n, v in _by_job(logs, lambda r, i: r).items()}
@@ -162,21 +172,29 @@ def validate_nccl_collect(jobs, states, pods, logs, lab, figures):
 
 
 def validate_launcher_pod(pods_result):
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import jobs as _validate_jobs
+
     pod = _validate_jobs.launcher_pod(_plain((pods_result or {}).get("resources") or []))
     return (pod or {}).get("metadata", {}).get("name", "")
 
 
 def validate_fingerprint(intent, topology, checks):
     """One node's fingerprint for measurement reuse: its checked variables, hardware and read-back checks."""
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import reuse as _validate_reuse
+
     return _validate_reuse.node_fingerprint(_plain(intent or {}), _plain(topology or {}), _plain(checks or []))
 
 
 def validate_options_fingerprint(options):
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import reuse as _validate_reuse
+
     return _validate_reuse.options_fingerprint(_plain(options or {}))
 
 
 def validate_reuse(record_text, nodes, options, hours, readback=True, readback_ok=True):
     """Reuse the last measurement record's runs, or measure (see _validate_reuse.decide)."""
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import reuse as _validate_reuse
+
     try:
         hours = float(hours)
     except (TypeError, ValueError) as exc:
@@ -188,11 +206,15 @@ def validate_reuse(record_text, nodes, options, hours, readback=True, readback_o
 
 
 def validate_describe(check):
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import gates as _gates
+
     return _gates.describe(check)
 
 
 def validate_not_run(state):
     """The gates of this run that measured nothing, with their reasons (proof/verdict.py not_run)."""
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import verdict as _verdict
+
     if not isinstance(state, dict):
         raise AnsibleFilterError(
             f"validate_not_run: expects a mapping of the run's switches, got {type(state).__name__}"
@@ -202,6 +224,8 @@ def validate_not_run(state):
 
 def validate_missing_line(entry):
     """A gate not run as the report's line: ``NOT RUN <layer> <node>: <what>: <reason>``."""
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import verdict as _verdict
+
     return _verdict.missing_line(entry)
 
 

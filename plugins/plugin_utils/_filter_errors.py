@@ -5,19 +5,21 @@
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+from typing import Any, Callable, Tuple, Type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufabric.rollout.plugins.plugin_utils._lazy import resolve
 
+def filter_errors(
+    errors: Callable[[], Tuple[Type[BaseException], ...]], prefix: str = ""
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorator: the planner's documented errors reach the playbook as AnsibleFilterError with the
+    same message (after ``prefix``); the filter keeps its name and signature.
 
-def filter_errors(*errors: str, prefix: str = "") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Decorator: the planner's documented ``errors`` reach the playbook as AnsibleFilterError with
-    the same message (after ``prefix``); the filter keeps its name and signature.
-
-    ``errors`` name module_utils exception classes as ``"_module.ClassName"``. They are looked up
-    when the filter raises, so that loading the filter file imports no module_utils (_lazy)."""
+    ``errors`` returns the module_utils exception classes. It is called only when the filter raises:
+    the filter files import their module_utils inside the functions that use them, because
+    ansible-core loads every filter file of the collection to find one of its filters (see
+    docs/performance.md)."""
 
     def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(func)
@@ -25,7 +27,7 @@ def filter_errors(*errors: str, prefix: str = "") -> Callable[[Callable[..., Any
             try:
                 return func(*args, **kwargs)
             except Exception as exc:
-                if isinstance(exc, tuple(resolve(name) for name in errors)):
+                if isinstance(exc, errors()):
                     raise AnsibleFilterError(f"{prefix}{exc}") from exc
                 raise
 

@@ -1,8 +1,10 @@
 """Loading the collection's filters is cheap, and their documented errors still reach the playbook.
 
 Ansible imports every filter file of gpufabric.rollout to find one of its filters, in each worker
-it forks; plugin_utils/_lazy keeps module_utils out of that import (see its docstring)."""
+it forks. The filter files therefore import their module_utils inside the functions that use them
+(plain import statements, which every tool sees), never at load time."""
 
+import ast
 import json
 import os
 import subprocess
@@ -15,7 +17,6 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufabric.rollout.plugins.filter.cluster_plan import k8s_prune_queries
 from ansible_collections.gpufabric.rollout.plugins.filter.doca import FilterModule as DocaFilters
 from ansible_collections.gpufabric.rollout.plugins.filter.nccl import nccl_conf_parse
-from ansible_collections.gpufabric.rollout.plugins.plugin_utils._lazy import module_utils
 
 REPO = Path(__file__).resolve().parents[2]
 FILTERS = "ansible_collections.gpufabric.rollout.plugins.filter."
@@ -52,16 +53,22 @@ def test_finding_one_filter_loads_every_filter_file_and_no_module_utils():
     assert [name for name in result["loaded"] if name.startswith(MODULE_UTILS)] == []
 
 
-def test_a_lazy_module_imports_on_first_read_and_is_the_real_module():
-    packages = module_utils("shared.packages")
-    from ansible_collections.gpufabric.rollout.plugins.module_utils.shared import packages as _packages
+def test_no_filter_file_imports_module_utils_at_load_time():
+    """Statically: a module-level import of module_utils in any filter file (or in plugin_utils, which
+    they import) would put it back into every worker's load of the filters."""
+    offenders = []
+    for path in sorted((REPO / "plugins/filter").glob("*.py")) + sorted((REPO / "plugins/plugin_utils").glob("*.py")):
+        for node in ast.parse(path.read_text()).body:
+            names = []
+            if isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            offenders += [f"{path.name}: {name}" for name in names if name.startswith(MODULE_UTILS.rstrip("."))]
+    assert offenders == []
 
-    assert packages.kernel_headers is _packages.kernel_headers
-    with pytest.raises(ModuleNotFoundError):
-        module_utils("_no_such_module").kernel_headers("Debian", "6.1.0")
 
-
-def test_documented_errors_named_by_string_become_filter_errors():
+def test_documented_errors_become_filter_errors():
     with pytest.raises(AnsibleFilterError, match="kind"):
         k8s_prune_queries(["NoSuchKind"])
     with pytest.raises(AnsibleFilterError, match="expected text"):
