@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, gpufabric.rollout contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters over plugins/module_utils/discover/topology.py and _ncclxml.py (topology facts)."""
+"""Filters over the topology facts (plugins/module_utils/discover/topology.py and report.py)."""
 
 from __future__ import annotations
 
@@ -25,13 +25,6 @@ def topology_report(facts, hostname=""):
     return _topology_report.format_report(_check(facts), hostname)
 
 
-def topology_nccl_xml(facts):
-    """NCCL topology file (NCCL_TOPO_FILE) rendered from the facts."""
-    from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import ncclxml as _ncclxml
-
-    return _ncclxml.render_nccl_topo_xml(_check(facts))
-
-
 def topology_warnings(facts, classes=None):
     """The facts' warnings, optionally only those of the given classes."""
     from ansible_collections.gpufabric.rollout.plugins.module_utils.discover import topology as _topology
@@ -51,6 +44,5 @@ class FilterModule:
     def filters(self):
         return {
             "topology_report": topology_report,
-            "topology_nccl_xml": topology_nccl_xml,
             "topology_warnings": topology_warnings,
         }

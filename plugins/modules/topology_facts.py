@@ -58,12 +58,6 @@ options:
     type: list
     elements: str
     default: []
-  nccl_topo_xml:
-    description:
-      - Also return C(nccl_topo_xml), an NCCL topology file (C(NCCL_TOPO_FILE) format) rendered
-        from the facts.
-    type: bool
-    default: false
 extends_documentation_fragment:
   - gpufabric.rollout.read_only
   - gpufabric.rollout.sysroot
@@ -81,10 +75,9 @@ EXAMPLES = r"""
 - name: Discover the GPU/NIC topology of the node
   gpufabric.rollout.topology_facts:
 
-- name: Discover the topology of a captured snapshot, with the NCCL topology file
+- name: Discover the topology of a captured snapshot
   gpufabric.rollout.topology_facts:
     sysroot: /var/lib/gpufabric-lab/sysroot
-    nccl_topo_xml: true
   register: topo
 
 - name: Show the rails
@@ -116,10 +109,6 @@ report:
   description: Human-readable report (GPUs, NICs, path classes, rails, warnings).
   returned: success
   type: str
-nccl_topo_xml:
-  description: NCCL topology file rendered from the facts.
-  returned: when O(nccl_topo_xml=true)
-  type: str
 nvidia_smi_source:
   description: Where the nvidia-smi matrix came from (C(file), C(command) or C(none)).
   returned: success
@@ -138,7 +127,6 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.discover.topolog
     validate_sysroot,
 )
 from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers.topology import parse_topo_matrix
-from ansible_collections.gpufabric.rollout.plugins.module_utils.plan.ncclxml import render_nccl_topo_xml
 from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.host import Runner, Sysroot
 from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.parse import ParseError
 
@@ -175,8 +163,6 @@ def run(params, runner):
         "report": format_report(facts),
         "nvidia_smi_source": source,
     }
-    if params["nccl_topo_xml"]:
-        result["nccl_topo_xml"] = render_nccl_topo_xml(facts)
     return result
 
 
@@ -187,7 +173,6 @@ def main():
             nvidia_smi=dict(type="str", default="auto", choices=["auto", "file", "command", "never"]),
             storage_nics=dict(type="list", elements="str", default=[]),
             rail_nics=dict(type="list", elements="str", default=[]),
-            nccl_topo_xml=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )

@@ -24,6 +24,7 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.rules imp
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca as _doca
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import gpu_driver as _plan_gpu_driver
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import nccl as _nccl
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import ncclxml as _ncclxml
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import roce as _qos_plan
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import storage as _plan_storage
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import upgrade as _upgrade
@@ -189,7 +190,13 @@ def nccl_section(
     except (_nccl.NcclPlanError, PlanError) as exc:
         problems.append(str(exc))
         return None
-    return {"entries": dict(entries), "traffic_class": int(fabric["roce_tos"])}
+    return {
+        "entries": dict(entries),
+        "traffic_class": int(fabric["roce_tos"]),
+        # The NCCL topology file (NCCL_TOPO_FILE) of the discovered GPUs, NICs and PCIe tree: what
+        # nccl_config writes (unless the user gives the file) and the topology role's nccl-topo.xml.
+        "topology_xml": _ncclxml.render_nccl_topo_xml(dict(topology)),
+    }
 
 
 # --------------------------------------------------------------------------------------------- gpudirect

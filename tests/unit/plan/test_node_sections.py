@@ -87,3 +87,14 @@ def test_without_mofed_kernel_modules_peermem_is_refused(specs, doca):
         plan_of(specs, facts, gpufabric_doca_ofed_enabled=False, gpufabric_gds_enabled=False)
     problems = refused.value.problems
     assert any("gpudirect_rdma_method" in p and "MOFED/DOCA-OFED is not installed" in p for p in problems), problems
+
+
+def test_the_node_plan_carries_the_nccl_topology_file_of_its_discovery(specs):
+    """The one NCCL topology XML of the node: rendered in the plan from the discovered GPUs and rail
+    NICs; nccl_config writes it as NCCL_TOPO_FILE and the topology role as nccl-topo.xml."""
+    facts = node_facts(1)
+    xml = plan_of(specs, facts)["nccl"]["topology_xml"]
+    assert xml.startswith('<system version="1">')
+    assert xml.count("<gpu ") == len(facts["topology"]["gpus"])
+    for rail in facts["topology"]["rails"]:
+        assert f'name="{rail["nic"]}"' in xml
