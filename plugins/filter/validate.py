@@ -11,25 +11,6 @@ from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.text.converters import to_native
 
 
-def validate_rdma_plan(
-    nodes, topologies, memories=("host",), base_port=18515, tool="ib_write_bw", size=1 << 20, duration=5
-):
-    from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import perftest as _perftest
-
-    try:
-        return _perftest.plan_ring(
-            list(nodes),
-            dict(topologies),
-            memories=list(memories),
-            base_port=int(base_port),
-            tool=tool,
-            size=int(size),
-            duration=int(duration) if duration else None,
-        )
-    except _perftest.PerftestError as exc:
-        raise AnsibleFilterError(f"validate_rdma_plan: {exc}") from exc
-
-
 def validate_gdsio_command(directory, gpu, io_type, **kwargs):
     from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import gdsio as _gdsio
 
@@ -81,30 +62,11 @@ def validate_readback(node_plan, node, live):
         raise AnsibleFilterError(f"validate_readback: {exc}") from exc
 
 
-def validate_nccl_jobs(network, hosts, options):
-    """The NCCL Job set of this run: ``hosts`` maps each node's Kubernetes Node name to its inventory name."""
-    from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import jobs as _validate_jobs
-
-    try:
-        return _validate_jobs.job_set(_plain(network or {}), _plain(hosts or {}), _plain(options or {}))
-    except _validate_jobs.JobPlanError as exc:
-        raise AnsibleFilterError(f"validate_nccl_jobs: {exc}") from exc
-
-
-def validate_ssh_keypair(kind="ed25519"):
-    """A new SSH key pair ``{private, public}`` for the NCCL Pods (set it once with set_fact, no_log)."""
-    from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import jobs as _validate_jobs
-
-    if kind != "ed25519":
-        raise AnsibleFilterError(f"validate_ssh_keypair: {kind!r} is not supported; use ed25519")
-    private, public = _validate_jobs.ssh_keypair()
-    return {"private": private, "public": public}
-
-
 def validate_nccl_secret(job, keypair):
+    """The Job's Secret with ``keypair``, the result of gpufabric.rollout.validate_plan part=ssh_keypair."""
     from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import jobs as _validate_jobs
 
-    return _validate_jobs.secret(_plain(job), keypair["private"], keypair["public"])
+    return _validate_jobs.secret(_plain(job), keypair["private_key"], keypair["public_key"])
 
 
 def validate_nccl_owned(obj, applied_job, check_mode=False):
@@ -232,7 +194,6 @@ def validate_missing_line(entry):
 class FilterModule:
     def filters(self):
         return {
-            "validate_rdma_plan": validate_rdma_plan,
             "validate_gdsio_command": validate_gdsio_command,
             "validate_runs": validate_runs,
             "validate_gds_run": validate_gds_run,
@@ -240,8 +201,6 @@ class FilterModule:
             "validate_not_run": validate_not_run,
             "validate_missing_line": validate_missing_line,
             "validate_readback": validate_readback,
-            "validate_nccl_jobs": validate_nccl_jobs,
-            "validate_ssh_keypair": validate_ssh_keypair,
             "validate_nccl_secret": validate_nccl_secret,
             "validate_nccl_lab_env": validate_nccl_lab_env,
             "validate_nccl_cleanup": validate_nccl_cleanup,
