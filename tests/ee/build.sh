@@ -54,7 +54,7 @@ trap cleanup EXIT
 
 cp "${repo}/execution-environment.yml" "${repo}/requirements.yml" "${repo}/bindep.txt" "${work}/"
 mkdir -p "${work}/meta" "${work}/seed/ansible_collections"
-cp "${repo}/meta/ee-requirements.txt" "${work}/meta/"
+cp "${repo}/meta/ee-requirements.txt" "${repo}/meta/ee-requirements.lock" "${work}/meta/"
 (cd "${repo}" && ansible-galaxy collection build --force --output-path "${work}/dist" >/dev/null)
 site="$("${python}" -c 'import ansible_collections, os; print(os.path.dirname(ansible_collections.__file__))' 2>/dev/null ||
     "${python}" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"] + "/ansible_collections")')"
@@ -99,7 +99,7 @@ PY
 key="$(
     {
         cat "${BASH_SOURCE[0]}" "${work}/execution-environment.yml" "${work}/requirements.yml" "${work}/bindep.txt" \
-            "${work}/meta/ee-requirements.txt" "${repo}/galaxy.yml" "${repo}/meta/runtime.yml"
+            "${work}/meta/ee-requirements.txt" "${work}/meta/ee-requirements.lock" "${repo}/galaxy.yml" "${repo}/meta/runtime.yml"
         find "${work}/seed" -name MANIFEST.json -print0 | sort -z | xargs -0 cat
         podman image inspect --format '{{.Id}}' "${base}"
         ansible-builder --version
@@ -179,6 +179,22 @@ print("     " + ", ".join(f"{k} {v}" for k, v in sorted(installed.items())))
 fi
 check "the Python dependencies import" python3 -c 'import ansible_runner, kubernetes, netaddr, jmespath, matplotlib, yaml; print(kubernetes.__version__, netaddr.__version__, matplotlib.__version__)' &&
     echo "     kubernetes, netaddr, matplotlib: ${out}"
+# Every Python distribution in the image is one the lock pins, at the lock's version (pip, which the
+# base image brings, excepted): nothing reached it without its hash checked.
+if check "every Python package is the lock's, hash-checked" python3 -m pip list --format json --disable-pip-version-check; then
+    if ! "${python}" -c '
+import json, re, sys
+pins = dict(re.findall(r"^([A-Za-z0-9_.-]+)==(\S+)", open(sys.argv[1]).read(), re.M))
+pins = {re.sub(r"[-_.]+", "-", k).lower(): v for k, v in pins.items()}
+found = {re.sub(r"[-_.]+", "-", d["name"]).lower(): d["version"] for d in json.loads(sys.stdin.read())}
+odd = sorted(f"{n} {v} (lock: {pins.get(n)})" for n, v in found.items() if n != "pip" and pins.get(n) != v)
+if odd:
+    sys.exit("not from the lock: " + ", ".join(odd))
+print("     %d packages, all pinned with hashes in meta/ee-requirements.lock" % (len(found) - ("pip" in found)))
+' "${repo}/meta/ee-requirements.lock" <<<"${out}"; then
+        status=1
+    fi
+fi
 check "Helm 3.17 is on PATH" helm version --short && { grep -q '^v3\.17\.' <<<"${out}" || { echo "FAIL helm ${out}" >&2; status=1; }; }
 check "ssh, sshpass and git are installed" sh -c 'ssh -V 2>&1 && command -v sshpass && git --version'
 if check "ansible-core and ansible-runner at the pinned versions" sh -c 'ansible --version | head -1; ansible-runner --version'; then

@@ -1,5 +1,6 @@
 """The execution environment definition (execution-environment.yml, requirements.yml, bindep.txt,
-meta/ee-requirements.txt) and the build context `ansible-builder create` makes from it.
+meta/ee-requirements.txt and its hash-pinned lock) and the build context `ansible-builder create`
+makes from it.
 
 The image build itself (podman) is tests/ee/build.sh (`make ee-build`, part of `make test`).
 """
@@ -71,10 +72,64 @@ def test_python_dependencies_contain_the_tested_pins():
             assert req.specifier.contains(tested), f"{req}: the tested {req.name}=={tested} is outside the range"
 
 
+def _lock():
+    """{name: (version, [sha256, ...])} of meta/ee-requirements.lock (pip's requirement-file syntax)."""
+    text = (REPO_ROOT / "meta/ee-requirements.lock").read_text().replace("\\\n", " ")
+    out = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        match = re.fullmatch(r"([A-Za-z0-9_.-]+)==(\S+)((?:\s+--hash=sha256:[0-9a-f]{64})+)", line)
+        assert match, f"meta/ee-requirements.lock: not an exact pin with sha256 hashes: {line[:80]}"
+        name = re.sub(r"[-_.]+", "-", match.group(1)).lower()
+        out[name] = (match.group(2), re.findall(r"sha256:([0-9a-f]{64})", match.group(3)))
+    return out
+
+
+LOCK = _lock()
+
+
+def test_the_lock_pins_every_python_requirement_with_hashes():
+    """Every requirement the image needs (the collection's ranges, kubernetes.core's, what
+    ansible-builder installs) is pinned in the lock, inside its range, with its files' hashes."""
+    inputs = [
+        Requirement(line)
+        for name in ("meta/ee-requirements.txt", "meta/ee-requirements.in")
+        for line in (REPO_ROOT / name).read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    import ansible_collections
+
+    for path in ansible_collections.__path__:
+        reqs = Path(path) / "kubernetes" / "core" / "requirements.txt"
+        if reqs.exists():
+            kcore = [Requirement(x) for x in reqs.read_text().splitlines() if x.strip() and not x.startswith("#")]
+            break
+    for req in inputs + kcore:
+        name = re.sub(r"[-_.]+", "-", req.name).lower()
+        assert name in LOCK, f"{req} is not in meta/ee-requirements.lock"
+        assert req.specifier.contains(LOCK[name][0], prereleases=True), f"{req}: the lock pins {LOCK[name][0]}"
+        assert LOCK[name][1], name
+
+
 def test_ansible_versions_are_the_tested_ones():
-    deps = EE["dependencies"]
-    assert deps["ansible_core"]["package_pip"] == f"ansible-core=={_pinned('ansible-core')}"
-    assert deps["ansible_runner"]["package_pip"] == f"ansible-runner=={_pinned('ansible-runner')}"
+    assert LOCK["ansible-core"][0] == _pinned("ansible-core")
+    assert LOCK["ansible-runner"][0] == _pinned("ansible-runner")
+    # Installed from the lock, not by ansible-builder's unchecked pip install of ansible_core/_runner.
+    assert "ansible_core" not in EE["dependencies"] and "ansible_runner" not in EE["dependencies"]
+
+
+def test_no_collection_python_requirement_escapes_the_lock():
+    """The collections' own Python requirements are excluded from introspection (the lock has them
+    with hashes): one left in would reach pip without a hash and fail the hash-checked install."""
+    meta = yaml.safe_load((REPO_ROOT / "meta" / "execution-environment.yml").read_text())
+    own = [Requirement(x).name for x in (REPO_ROOT / meta["dependencies"]["python"]).read_text().splitlines()
+           if x.strip() and not x.startswith("#")]  # fmt: skip
+    excluded = set(EE["dependencies"]["exclude"]["python"])
+    assert set(own) <= excluded
+    assert {"kubernetes", "requests-oauthlib", "jsonpatch"} <= excluded
+    assert EE["dependencies"]["python"] == "meta/ee-requirements.lock"
 
 
 def test_helm_pins_match_the_makefile():
@@ -94,8 +149,9 @@ def test_bindep_names_packages_for_both_families():
 
 
 def test_collection_declares_its_dependencies_for_other_ees():
+    """Other EEs that include the collection get its ranges; this EE installs the lock."""
     meta = yaml.safe_load((REPO_ROOT / "meta" / "execution-environment.yml").read_text())
-    assert meta["dependencies"] == {"python": EE["dependencies"]["python"], "system": EE["dependencies"]["system"]}
+    assert meta["dependencies"] == {"python": "meta/ee-requirements.txt", "system": EE["dependencies"]["system"]}
 
 
 @pytest.fixture(scope="module")
@@ -118,7 +174,13 @@ def test_the_collection_tarball_carries_its_ee_dependencies(tarball):
 def context(tmp_path_factory, tarball):
     """`ansible-builder create` on a copy of the EE files with the freshly built tarball in dist/."""
     work = tmp_path_factory.mktemp("ee")
-    for name in ("execution-environment.yml", "requirements.yml", "bindep.txt", "meta/ee-requirements.txt"):
+    for name in (
+        "execution-environment.yml",
+        "requirements.yml",
+        "bindep.txt",
+        "meta/ee-requirements.txt",
+        "meta/ee-requirements.lock",
+    ):
         (work / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO_ROOT / name, work / name)
     (work / "dist").mkdir()
@@ -136,7 +198,10 @@ def context(tmp_path_factory, tarball):
 def test_context_has_the_requirement_files(context):
     build = context / "_build"
     assert (build / "requirements.yml").read_text() == (REPO_ROOT / "requirements.yml").read_text()
-    assert (build / "requirements.txt").read_text() == (REPO_ROOT / "meta/ee-requirements.txt").read_text()
+    assert (build / "requirements.txt").read_text() == (REPO_ROOT / "meta/ee-requirements.lock").read_text()
+    assert (build / "configs" / "ee-requirements.lock").read_text() == (
+        REPO_ROOT / "meta/ee-requirements.lock"
+    ).read_text()
     assert (build / "bindep.txt").read_text() == (REPO_ROOT / "bindep.txt").read_text()
     (packed,) = (build / "collections").glob("gpufabric-rollout-*.tar.gz")
     assert packed.name == f"gpufabric-rollout-{GALAXY['version']}.tar.gz"
@@ -153,9 +218,13 @@ def test_containerfile_builds_what_the_definition_says(context):
     assert args["EE_BASE_IMAGE"] == EE["images"]["base_image"]["name"]  # --build-arg EE_BASE_IMAGE overrides it
     assert args["PKGMGR"] == "/usr/bin/apt-get"
     assert args["PYCMD"] == "/usr/local/bin/python3"
-    assert args["ANSIBLE_INSTALL_REFS"] == "ansible-core==2.21.5 ansible-runner==2.4.3"
+    assert "ANSIBLE_INSTALL_REFS" not in args
     stages = re.findall(r"^FROM (\S+) AS (\w+)", text, re.M)
     assert stages == [("$EE_BASE_IMAGE", "base"), ("base", "galaxy"), ("base", "builder"), ("base", "final")]
+    base = text.split("# Base build stage")[1].split("# Galaxy build stage")[0]
+    # The lock first, hash-checked, before any stage installs Python packages.
+    assert "pip install --no-cache-dir --require-hashes -r /tmp/ee-requirements.lock" in base
+    assert text.index("--require-hashes") < text.index("pip install --no-cache-dir bindep")
     galaxy = text.split("# Galaxy build stage")[1].split("# Builder build stage")[0]
     install = galaxy.index("collection install $ANSIBLE_GALAXY_CLI_COLLECTION_OPTS -r requirements.yml")
     own = galaxy.index("--collections-path /usr/share/ansible/collections /build/collections/gpufabric-rollout-")
@@ -170,4 +239,4 @@ def test_containerfile_builds_what_the_definition_says(context):
         < final.index("install -m 0755 /output/gpufabric/helm")
     )
     assert "rm -rf /var/lib/apt/lists/*" in final and final.rstrip().endswith('CMD ["bash"]')
-    assert "--user-pip=requirements.txt --user-bindep=bindep.txt" in text
+    assert "--user-pip=requirements.txt --exclude-pip-reqs=exclude-requirements.txt --user-bindep=bindep.txt" in text
