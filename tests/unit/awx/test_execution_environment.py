@@ -113,6 +113,18 @@ def test_the_lock_pins_every_python_requirement_with_hashes():
         assert LOCK[name][1], name
 
 
+def test_the_lock_pins_the_versions_the_tests_run():
+    """A package requirements.txt pins for the tests is pinned in the lock at that version: the image
+    runs what was tested. (The lock's other versions were resolved with the test environment's
+    installed versions as constraints; see its first lines.)"""
+    differ = {
+        name: (LOCK[name][0], _pinned(name))
+        for name in (re.sub(r"[-_.]+", "-", n) for n in DEV_PINS)
+        if name in LOCK and LOCK[name][0] != _pinned(name)
+    }
+    assert differ == {}, f"the lock's version differs from requirements.txt's (lock, tested): {differ}"
+
+
 def test_ansible_versions_are_the_tested_ones():
     assert LOCK["ansible-core"][0] == _pinned("ansible-core")
     assert LOCK["ansible-runner"][0] == _pinned("ansible-runner")
