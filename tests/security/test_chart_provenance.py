@@ -195,11 +195,19 @@ def _role_tasks(role: str) -> str:
 
 
 @pytest.mark.parametrize("role", ["network_operator", "gpu_operator", "storage_csi"])
-def test_every_chart_install_can_use_the_verified_archive(role):
-    """Each role that installs a chart from a repository pulls it through chart_pull.yml when given a keyring."""
+def test_every_chart_install_goes_through_the_one_release_entry_point(role):
+    """Each role installs its charts through k8s_publish helm_release.yml (which pulls and verifies a
+    chart given a keyring), with its keyring passed, and runs no Helm install of its own."""
     text = _role_tasks(role)
-    assert "chart_pull.yml" in text and "kubernetes.core.helm:" in text
-    assert ("__k8s_publish_chart_archive" in text) or ("__storage_csi_verified[item.key].archive" in text)
+    assert "tasks_from: helm_release.yml" in text and "chart_keyring:" in text
+    assert "kubernetes.core.helm:" not in text and "kubernetes.core.helm_pull" not in text
+
+
+def test_the_release_entry_point_installs_the_verified_archive():
+    text = (REPO / "roles/k8s_publish/tasks/helm_release.yml").read_text()
+    assert "include_tasks: chart_pull.yml" in text
+    assert "__k8s_publish_chart_archive if __k8s_publish_verified" in text
+    assert text.count("kubernetes.core.helm:") == 1
 
 
 def test_the_summary_says_which_charts_are_verified(tmp_path):
