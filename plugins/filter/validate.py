@@ -122,7 +122,7 @@ def _by_job(results, key):
 
 def validate_nccl_collect(jobs, states, pods, logs, lab, figures):
     """The report's NCCL runs and the Jobs' checks from the registered results of nccl.yml."""
-    from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import jobs as _validate_jobs
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import job_results as _job_results
 
     state = {n: v[0] for n, v in _by_job(states, lambda r, i: (r.get("resources") or [None])[0]).items()}
     found = {n: v[0] for n, v in _by_job(pods, lambda r, i: r.get("resources") or []).items()}
@@ -130,13 +130,13 @@ def validate_nccl_collect(jobs, states, pods, logs, lab, figures):
     runs = _by_job(
         lab, lambda r, i: {"host": i[1], "rc": r.get("rc"), "stdout": r.get("stdout"), "stderr": r.get("stderr")}
     )
-    return _validate_jobs.collect(_plain(jobs or []), state, found, log, runs, str(figures))
+    return _job_results.collect(_plain(jobs or []), state, found, log, runs, str(figures))
 
 
 def validate_launcher_pod(pods_result):
-    from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import jobs as _validate_jobs
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import job_results as _job_results
 
-    pod = _validate_jobs.launcher_pod(_plain((pods_result or {}).get("resources") or []))
+    pod = _job_results.launcher_pod(_plain((pods_result or {}).get("resources") or []))
     return (pod or {}).get("metadata", {}).get("name", "")
 
 

@@ -16,6 +16,7 @@ from controlplane_support import NODES, checked_plan, wait_until
 from kubernetes import client
 from role_runner import REPO, ansible_playbook
 
+from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import job_results as _job_results
 from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import jobs as _validate_jobs
 
 NS = "gpufabric-validation"  # validate_namespace's default: the shipped RBAC makes it and binds the Role there
@@ -101,12 +102,12 @@ def test_the_job_set_runs_as_the_collections_identity_one_pod_per_gpu_node(clust
 
     state = wait_until(finished, f"Job {job['name']} Complete", timeout=120)
     pods = _get(cluster, "-n", NS, "pods", "-l", f"batch.kubernetes.io/job-name={job['name']}")["items"]
-    checks = _validate_jobs.job_checks(job, state, pods)
+    checks = _job_results.job_checks(job, state, pods)
     assert [(c["name"], c["measured"], c["passed"]) for c in checks] == [
         ("Job completed", "Complete", True),
         ("one Pod on each node", "gpu-node-01,gpu-node-02", True),
     ]
-    launcher = _validate_jobs.launcher_pod(pods)
+    launcher = _job_results.launcher_pod(pods)
     assert launcher is not None and launcher["spec"]["hostname"] == f"{job['name']}-0"
     assert launcher["spec"]["subdomain"] == job["name"]
     limits = launcher["spec"]["containers"][0]["resources"]["limits"]

@@ -31,7 +31,7 @@ lets the Job start.
 
 The nccl-tests multi-node launch needs MPI (NVIDIA/nccl-tests README, "NCCL tests rely on MPI to
 work on multiple processes"); the Job reproduces what an MPIJob's launcher and workers do without
-needing an operator. ``job_checks`` turns what the cluster reports back (the Job's conditions,
+needing an operator. proof/job_results.py turns what the cluster reports back (the Job's conditions,
 where its Pods ran) into report checks. Pure; no Ansible imports (``cryptography`` is imported by
 ``ssh_keypair`` only).
 """
@@ -42,8 +42,6 @@ import base64
 import re
 import shlex
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
-
-from ansible_collections.gpufabric.rollout.plugins.module_utils.proof.gates import _check
 
 GPU_RESOURCE = "nvidia.com/gpu"  # the NVIDIA device plugin's resource (GPU Operator)
 NETWORKS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
@@ -137,23 +135,15 @@ def _gid_script(network: Mapping[str, Any]) -> Optional[str]:
     return None
 
 
-def job_for_group(
-    network: Mapping[str, Any],
-    group_name: str,
-    nodes: Sequence[str],
-    options: Mapping[str, Any],
-    hosts: Optional[Mapping[str, str]] = None,
-) -> Dict[str, Any]:
-    """The Job, its Service and the name of its Secret for one node group on ``nodes`` (Node names;
-    ``hosts`` maps them to inventory names), in ``options["namespace"]``; the Pods attach the NADs of
-    the NADs' namespace."""
+def _group_inputs(
+    network: Mapping[str, Any], group_name: str, options: Mapping[str, Any]
+) -> Tuple[str, List[Mapping[str, Any]], Dict[str, str], int, Optional[str]]:
+    """What the node group's Job is made of, checked: the namespace, the group's rails, its NCCL
+    environment, its GPUs per node and the GID-index script when its NCCL needs one."""
     group = _group(network, group_name)
-    config = network.get("config") or {}
-    nad_namespace = config.get("nad_namespace") or "default"
     namespace = options.get("namespace")
     if not (isinstance(namespace, str) and _DNS_LABEL.match(namespace)):
         raise JobPlanError(f"validate_namespace: {namespace!r} is not a namespace (a DNS label)")
-    name = job_name(group_name)
     rails = [r for r in network.get("rails") or [] if group_name in (r.get("node_groups") or [])]
     if not rails:
         raise JobPlanError(f"node group {group_name!r} has no rail in the cluster plan")
@@ -166,11 +156,12 @@ def job_for_group(
     gid = _gid_script(network) if "GPUFABRIC_NCCL_GID_SCRIPT" in env else None
     if "GPUFABRIC_NCCL_GID_SCRIPT" in env and gid is None:
         raise JobPlanError(f"node group {group_name!r} needs the GID-index script, which the cluster plan lacks")
-    networks = ",".join(f"{nad_namespace}/{(r.get('nad_by_group') or {}).get(group_name, r['name'])}" for r in rails)
-    limits = {GPU_RESOURCE: str(gpus)}
-    limits.update({r["resource"]: "1" for r in rails})
-    label_prefix = config.get("label_prefix") or "gpufabric.io"
-    labels = dict(LABELS, **{f"{label_prefix}/node-group": group_name})
+    return namespace, rails, env, gpus, gid
+
+
+def _pod_storage(name: str, gid: Optional[str]) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
+    """The Pods' volume mounts and volumes: the SSH key pair (and the GID-index script) from the Job's
+    own Secret, and a memory-backed /dev/shm."""
     mounts = [
         {"name": "ssh", "mountPath": SSH_DIR, "readOnly": True},
         {"name": "shm", "mountPath": "/dev/shm"},
@@ -187,6 +178,62 @@ def job_for_group(
         volumes.append(
             {"name": "gid", "secret": {"secretName": name + "-ssh", "defaultMode": 0o400, "items": gid_items}}
         )
+    return mounts, volumes
+
+
+def _placement(name: str, nodes: Sequence[str]) -> Dict[str, Any]:
+    """One Pod on each of ``nodes``, never two on one node."""
+    return {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": HOSTNAME_LABEL, "operator": "In", "values": list(nodes)}]}
+                ]
+            }
+        },
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {JOB_NAME_LABEL: name}}, "topologyKey": HOSTNAME_LABEL}
+            ]
+        },
+    }
+
+
+def _service(name: str, namespace: str, labels: Mapping[str, str], options: Mapping[str, Any]) -> Dict[str, Any]:
+    """The headless Service that gives each Pod of the Job its DNS name (the launcher's SSH targets)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
+        "spec": {
+            "clusterIP": "None",
+            "publishNotReadyAddresses": True,
+            "selector": {JOB_NAME_LABEL: name},
+            "ports": [{"name": "ssh", "port": int(options["ssh_port"]), "targetPort": "ssh"}],
+        },
+    }
+
+
+def job_for_group(
+    network: Mapping[str, Any],
+    group_name: str,
+    nodes: Sequence[str],
+    options: Mapping[str, Any],
+    hosts: Optional[Mapping[str, str]] = None,
+) -> Dict[str, Any]:
+    """The Job, its Service and the name of its Secret for one node group on ``nodes`` (Node names;
+    ``hosts`` maps them to inventory names), in ``options["namespace"]``; the Pods attach the NADs of
+    the NADs' namespace."""
+    namespace, rails, env, gpus, gid = _group_inputs(network, group_name, options)
+    config = network.get("config") or {}
+    nad_namespace = config.get("nad_namespace") or "default"
+    name = job_name(group_name)
+    networks = ",".join(f"{nad_namespace}/{(r.get('nad_by_group') or {}).get(group_name, r['name'])}" for r in rails)
+    limits = {GPU_RESOURCE: str(gpus)}
+    limits.update({r["resource"]: "1" for r in rails})
+    label_prefix = config.get("label_prefix") or "gpufabric.io"
+    labels = dict(LABELS, **{f"{label_prefix}/node-group": group_name})
+    mounts, volumes = _pod_storage(name, gid)
     script = launcher_script(name, len(nodes), gpus, list(env), options, gid is not None)
     spec: Dict[str, Any] = {
         "completions": len(nodes),
@@ -201,20 +248,7 @@ def job_for_group(
             "spec": {
                 "restartPolicy": "Never",
                 "subdomain": name,
-                "affinity": {
-                    "nodeAffinity": {
-                        "requiredDuringSchedulingIgnoredDuringExecution": {
-                            "nodeSelectorTerms": [
-                                {"matchExpressions": [{"key": HOSTNAME_LABEL, "operator": "In", "values": list(nodes)}]}
-                            ]
-                        }
-                    },
-                    "podAntiAffinity": {
-                        "requiredDuringSchedulingIgnoredDuringExecution": [
-                            {"labelSelector": {"matchLabels": {JOB_NAME_LABEL: name}}, "topologyKey": HOSTNAME_LABEL}
-                        ]
-                    },
-                },
+                "affinity": _placement(name, nodes),
                 "containers": [
                     {
                         "name": "nccl-tests",
@@ -239,17 +273,6 @@ def job_for_group(
         "metadata": {"name": name, "namespace": namespace, "labels": labels},
         "spec": spec,
     }
-    service = {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {"name": name, "namespace": namespace, "labels": labels},
-        "spec": {
-            "clusterIP": "None",
-            "publishNotReadyAddresses": True,
-            "selector": {JOB_NAME_LABEL: name},
-            "ports": [{"name": "ssh", "port": int(options["ssh_port"]), "targetPort": "ssh"}],
-        },
-    }
     return {
         "group": group_name,
         "name": name,
@@ -259,7 +282,7 @@ def job_for_group(
         "gpus": gpus,
         "env": env,
         "args": test_args(options),
-        "objects": [service, job],
+        "objects": [_service(name, namespace, labels, options), job],
         "secret": name + "-ssh",
         "gid_script": gid,
     }
@@ -348,130 +371,3 @@ def lab_environment(job: Mapping[str, Any]) -> Dict[str, str]:
         "OMPI_COMM_WORLD_SIZE": str(len(job["nodes"]) * int(job["gpus"])),
         "OMPI_COMM_WORLD_LOCAL_SIZE": str(job["gpus"]),
     }
-
-
-def job_checks(
-    job: Mapping[str, Any], state: Optional[Mapping[str, Any]], pods: Sequence[Mapping[str, Any]]
-) -> List[Dict[str, Any]]:
-    """What the cluster made of the Job: completed, and one Pod on each of its nodes."""
-    where = f"Job {job['namespace']}/{job['name']}"
-    nodes = ",".join(job["nodes"])
-    conditions = {c.get("type"): c for c in ((state or {}).get("status") or {}).get("conditions") or []}
-    done = (conditions.get("Complete") or {}).get("status") == "True"
-    failed = conditions.get("Failed") or {}
-    if done:
-        found = "Complete"
-    elif failed.get("status") == "True":
-        found = f"Failed: {failed.get('reason')} {failed.get('message') or ''}".strip()
-    elif state is None:
-        found = "not found"
-    else:
-        found = "not finished within validate_nccl_timeout"
-    placed = sorted(str((p.get("spec") or {}).get("nodeName") or "unscheduled") for p in pods)
-    pending = [
-        f"{(p.get('metadata') or {}).get('name')}: {c.get('message')}"
-        for p in pods
-        for c in (p.get("status") or {}).get("conditions") or []
-        if c.get("type") == "PodScheduled" and c.get("status") == "False"
-    ]
-    on_nodes = placed == sorted(job["nodes"])
-    return [
-        _check(
-            "nccl",
-            nodes,
-            job["name"],
-            "Job completed",
-            measured=found,
-            expected="Complete",
-            threshold="Complete",
-            unit="",
-            passed=done,
-            detail=where,
-        ),
-        _check(
-            "nccl",
-            nodes,
-            job["name"],
-            "one Pod on each node",
-            measured=",".join(placed) or "no Pod",
-            expected=",".join(sorted(job["nodes"])),
-            threshold=",".join(sorted(job["nodes"])),
-            unit="",
-            passed=on_nodes,
-            detail=f"{where}, scheduled by the cluster's scheduler"
-            + (f"; unschedulable: {'; '.join(pending)}" if pending else ""),
-        ),
-    ]
-
-
-def launcher_pod(pods: Sequence[Mapping[str, Any]]) -> Optional[Mapping[str, Any]]:
-    """The Job's Pod of index 0 (the one that runs mpirun), if any."""
-    for pod in pods:
-        if ((pod.get("metadata") or {}).get("labels") or {}).get(INDEX_LABEL) == "0":
-            return pod
-    return None
-
-
-def collect(
-    jobs: Sequence[Mapping[str, Any]],
-    states: Mapping[str, Optional[Mapping[str, Any]]],
-    pods: Mapping[str, Sequence[Mapping[str, Any]]],
-    logs: Mapping[str, Mapping[str, Any]],
-    lab: Mapping[str, Sequence[Mapping[str, Any]]],
-    figures: str,
-) -> Dict[str, List[Dict[str, Any]]]:
-    """The report's NCCL runs (each naming the source of its figures) and the Jobs' checks.
-
-    ``states``: each Job as the API server returned it (None: gone); ``pods``: its Pods;
-    ``logs``: the launcher's log read (``{log}`` or ``{failed, msg}``); ``lab``: the simulator's
-    runs on the Job's nodes (``{host, rc, stdout, stderr}``), for ``figures == "lab_simulator"``."""
-    runs: List[Dict[str, Any]] = []
-    checks: List[Dict[str, Any]] = []
-    for job in jobs:
-        name = job["name"]
-        where = f"{job['namespace']}/{name}"
-        job_pods = list(pods.get(name) or [])
-        checks += job_checks(job, states.get(name), job_pods)
-        if figures == "lab_simulator":
-            for run in lab.get(name) or []:
-                output = (run.get("stdout") or "") + ("\n" + run["stderr"] if run.get("stderr") else "")
-                runs.append(
-                    {
-                        "name": f"{name} from {run['host']}",
-                        "nodes": list(job["hosts"]),
-                        "output": output,
-                        "source": f"lab: the all_reduce_perf simulator on {run['host']} with the Job's arguments "
-                        f"({' '.join(job['args'])}, {len(job['nodes']) * job['gpus']} ranks); Job {where} was "
-                        "applied, scheduled and completed by the cluster, but no container runs in the lab",
-                    }
-                )
-            continue
-        pod = launcher_pod(job_pods)
-        read = logs.get(name) or {}
-        if pod is None or read.get("failed") or not read.get("log"):
-            reason = "no launcher Pod (index 0)" if pod is None else read.get("msg") or "the log is empty"
-            checks.append(
-                _check(
-                    "nccl",
-                    ",".join(job["nodes"]),
-                    name,
-                    "launcher log read",
-                    measured="not read",
-                    expected="read",
-                    threshold="read",
-                    unit="",
-                    passed=False,
-                    detail=f"Job {where}: {reason}",
-                )
-            )
-            continue
-        node = (pod.get("spec") or {}).get("nodeName")
-        runs.append(
-            {
-                "name": name,
-                "nodes": list(job["hosts"]),
-                "output": read["log"],
-                "source": f"log of launcher Pod {job['namespace']}/{pod['metadata']['name']} on {node}, Job {where}",
-            }
-        )
-    return {"runs": runs, "checks": checks}

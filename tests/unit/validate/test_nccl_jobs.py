@@ -25,6 +25,7 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import k8s
 from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import nccltests as _nccltests
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import cluster as _plan_cluster
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node as _plan_node
+from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import job_results as _job_results
 from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import jobs as _validate_jobs
 
 GROUP = "h200-connectx-7-8r"
@@ -287,7 +288,7 @@ COMPLETE = {
 
 def test_job_checks_pass_for_a_complete_job_on_its_nodes(job):
     pods = [pod("a", "gpu-node-02", 1), pod("b", "gpu-node-01", 0)]
-    checks = _validate_jobs.job_checks(job, COMPLETE, pods)
+    checks = _job_results.job_checks(job, COMPLETE, pods)
     assert [(c["name"], c["passed"]) for c in checks] == [("Job completed", True), ("one Pod on each node", True)]
     assert all(c["category"] == "nccl" and c["node"] == "gpu-node-01,gpu-node-02" for c in checks)
 
@@ -307,13 +308,13 @@ def test_job_checks_name_a_failed_job_and_an_unscheduled_pod(job):
             ]
         },
     }
-    checks = _validate_jobs.job_checks(job, failed, [pod("b", "gpu-node-01", 0), pending])
+    checks = _job_results.job_checks(job, failed, [pod("b", "gpu-node-01", 0), pending])
     assert [(c["measured"], c["passed"]) for c in checks] == [
         ("Failed: DeadlineExceeded", False),
         ("gpu-node-01,unscheduled", False),
     ]
     assert "c: 0/2 nodes are available: 2 Insufficient rdma/rail3." in checks[1]["detail"]
-    running = _validate_jobs.job_checks(job, {"status": {}}, [])
+    running = _job_results.job_checks(job, {"status": {}}, [])
     assert running[0]["measured"] == "not finished within validate_nccl_timeout"
     assert running[1]["measured"] == "no Pod"
 
@@ -333,7 +334,7 @@ def _a_real_log():
 def test_pod_logs_become_runs_naming_the_launcher_pod(job):
     log = _a_real_log()
     pods = {job["name"]: [pod("l", "gpu-node-01", 0), pod("w", "gpu-node-02", 1)]}
-    out = _validate_jobs.collect([job], {job["name"]: COMPLETE}, pods, {job["name"]: {"log": log}}, {}, "pod_logs")
+    out = _job_results.collect([job], {job["name"]: COMPLETE}, pods, {job["name"]: {"log": log}}, {}, "pod_logs")
     assert [(r["name"], r["nodes"], r["output"]) for r in out["runs"]] == [
         (job["name"], ["gpu-node-01", "gpu-node-02"], log)
     ]
@@ -342,7 +343,7 @@ def test_pod_logs_become_runs_naming_the_launcher_pod(job):
         == f"log of launcher Pod gpufabric-validation/l on gpu-node-01, Job gpufabric-validation/{job['name']}"
     )
     assert all(c["passed"] for c in out["checks"])
-    unread = _validate_jobs.collect(
+    unread = _job_results.collect(
         [job], {job["name"]: COMPLETE}, pods, {job["name"]: {"failed": True, "msg": "Forbidden"}}, {}, "pod_logs"
     )
     assert unread["runs"] == []
