@@ -21,7 +21,6 @@ from typing import Any, Dict, List, Optional
 from ansible_collections.gpufabric.rollout.plugins.module_utils.discover.pci import (
     BRIDGE_CLASS,
     GPU_MODELS,
-    NIC_MODELS,
     RANK,
     PciDev,
     Scan,
@@ -33,6 +32,7 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.discover.rails i
     healthy_rails,
     name_key,
 )
+from ansible_collections.gpufabric.rollout.plugins.module_utils.nic.registry import nic_model
 from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers.topology import (
     ACS_REDIRECT_MASK,
     nvlink_count,
@@ -236,7 +236,7 @@ def discover(
         d = scan.pci[bdf]
         ibdev = sorted(rdma_by_bdf[bdf])[0]
         ib_path = sr.real(f"sys/class/infiniband/{ibdev}") or f"sys/class/infiniband/{ibdev}"
-        model, is_vf_id = NIC_MODELS.get(d.device_id, (None, False))
+        model, is_vf_id = nic_model(d.vendor_id, d.device_id)
         has_physfn = sr.exists(f"{d.path}/physfn")
         is_vf = has_physfn or is_vf_id
         netdevs = sr.listdir(f"{d.path}/net")

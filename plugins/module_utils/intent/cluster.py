@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Tuple
 
+from ansible_collections.gpufabric.rollout.plugins.module_utils.nic.registry import DEFAULT_DRIVER
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan.ipplan import (
     address,
     carve,
@@ -71,7 +72,7 @@ def node_rails(node: str, facts: Dict[str, Any]) -> Dict[int, Dict[str, Any]]:
             "vendor_id": str(nic.get("vendor_id") or ""),
             "device_id": str(nic.get("device_id") or ""),
             "model": nic.get("model") or "unknown",
-            "driver": nic.get("driver") or "mlx5_core",
+            "driver": nic.get("driver") or DEFAULT_DRIVER.name,
             "function": nic.get("function") or "pf",
             "numa_node": nic.get("numa_node"),
             "netdev": netdev,

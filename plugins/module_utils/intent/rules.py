@@ -31,10 +31,10 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.values im
     version,
 )
 
-# The NIC's limits are the parsers' (one definition): 8 priorities, the ETS schedulers, the RoCE
-# header overhead behind the smallest MTU that carries RoCE MTU 4096, the mlx5 maximum MTU.
+# The NIC's limits, one definition each: the mlx5 driver's maximum MTU; from the parsers 8 priorities,
+# the ETS schedulers, the RoCE header overhead behind the smallest MTU that carries RoCE MTU 4096.
+from ansible_collections.gpufabric.rollout.plugins.module_utils.nic.mlx5 import MAX_MTU
 from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers.qos import (
-    MAX_MTU,
     MIN_MTU_FOR_4096,
     NUM_PRIO,
     TSA_NAMES,
