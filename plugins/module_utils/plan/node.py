@@ -20,7 +20,8 @@ from typing import Any, Dict, List, Mapping, Optional
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.discover import gpudirect as _gpudirect
 from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.check import IntentError, show
-from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.rules import tos_for, version
+from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.network_rules import tos_for
+from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.values import version
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca as _doca
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import gpu_driver as _plan_gpu_driver
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import nccl as _nccl
