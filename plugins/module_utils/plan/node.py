@@ -23,6 +23,8 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.check imp
 from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.network_rules import tos_for
 from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.values import version
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca as _doca
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca_index as _doca_index
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca_stack as _doca_stack
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import gpu_driver as _plan_gpu_driver
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import nccl as _nccl
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import roce as _qos_plan
@@ -385,11 +387,11 @@ def doca_section(
     packages = index.get("packages") or {}
     meta = profile["metapackage"]
     try:
-        selected = _doca.select_version(packages, meta, values.get("doca_ofed_version"))
+        selected = _doca_index.select_version(packages, meta, values.get("doca_ofed_version"))
     except _doca.DocaError as exc:
         problems.append(f"{exc} (repository {repo})")
         return section
-    components = _doca.exact_dependencies(((index.get("depends") or {}).get(meta) or {}).get(selected) or "")
+    components = _doca_index.exact_dependencies(((index.get("depends") or {}).get(meta) or {}).get(selected) or "")
     kernel_version = components.get("mlnx-ofed-kernel-dkms", "")
     for extra in profile["install"][1:]:
         if ansible.get("os_family") == "Debian" and kernel_version not in (packages.get(extra) or []):
@@ -402,7 +404,7 @@ def doca_section(
             "selected": selected,
             "components": components,
             "kernel_version": kernel_version,
-            "expected_release": _doca.ofed_release_from_dkms_version(kernel_version) if kernel_version else "",
+            "expected_release": _doca_stack.ofed_release_from_dkms_version(kernel_version) if kernel_version else "",
         }
     )
     return section
