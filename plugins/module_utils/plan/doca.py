@@ -1,7 +1,8 @@
 # Copyright: (c) 2026, gpufabric.rollout contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """DOCA-OFED: repository URLs and profile package sets (repository indexes and versions:
-``plan.doca_index``; the installed stack: ``plan.doca_stack``).
+``plan.doca_index``; the installed stack: ``plan.doca_stack``), and whether the loaded driver
+matches the expected release.
 
 Pure functions, no Ansible imports; used by the doca_ofed role (through filters) and by the
 ``doca_repo_info`` / ``doca_ofed_facts`` modules.
@@ -25,7 +26,7 @@ recognise are left out: dkms prints errors between its entries).
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan.doca_index import DocaError
 from ansible_collections.gpufabric.rollout.plugins.module_utils.shared import packages as _packages
@@ -173,3 +174,26 @@ def profile_packages(
         "dkms_modules": [DKMS_MODULES[p] for p in kernel_pkgs + storage_pkgs if p in DKMS_MODULES],
         "prerequisites": prereq,
     }
+
+
+def release_matches(reported: Optional[str], expected: Optional[str]) -> bool:
+    """'24.10-1.1.4.0.200' (ofed_info) matches '24.10-1.1.4'; '24.10-1.1.40' does not."""
+    if not reported or not expected:
+        return False
+    return reported == expected or reported.startswith(expected + ".")
+
+
+def pending_reload(stack: Mapping[str, Any], expected_release: Optional[str], kernel_modules: bool) -> Optional[str]:
+    """Why the running driver stack differs from the installed one, or None when nothing is pending."""
+    if not kernel_modules or not expected_release:
+        return None
+    if stack.get("loaded") == "none":
+        # Nothing RDMA is loaded, so nothing runs on it: starting openibd is a first load, not a reload.
+        return None
+    if stack.get("loaded") != "ofed":
+        return "the {} driver stack is loaded; DOCA-OFED {} is installed but not running".format(
+            stack.get("loaded"), expected_release
+        )
+    if not release_matches(stack.get("loaded_release"), expected_release):
+        return "mlx5_core {} is loaded; DOCA-OFED {} is installed".format(stack.get("loaded_release"), expected_release)
+    return None

@@ -2,8 +2,8 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The installed RDMA stack of a host: ``ofed_info -s`` and ``dkms status`` read leniently, the
 release DKMS and the loaded mlx5_core report, which stack is installed and loaded (DOCA-OFED,
-MLNX_OFED, inbox), and whether a driver reload is pending (the ``doca_ofed_facts`` module and the
-upgrade plan use them).
+MLNX_OFED, inbox); plan/doca.py compares the loaded release with the expected one (the
+``doca_ofed_facts`` module and the node plan use these).
 
 Pure functions, no Ansible imports.
 """
@@ -36,13 +36,6 @@ def ofed_release_from_dkms_version(version: str) -> Optional[str]:
     if not match:
         return None
     return "{}-{}.{}.{}".format(*match.groups())
-
-
-def release_matches(reported: Optional[str], expected: Optional[str]) -> bool:
-    """'24.10-1.1.4.0.200' (ofed_info) matches '24.10-1.1.4'; '24.10-1.1.40' does not."""
-    if not reported or not expected:
-        return False
-    return reported == expected or reported.startswith(expected + ".")
 
 
 def parse_dkms_status(text: Any) -> List[Dict[str, str]]:
@@ -112,19 +105,3 @@ def detect_stack(ofed_info: Optional[str], packages: Mapping[str, str], modules:
         "loaded": loaded,
         "loaded_release": modules.get("mlx5_core_version") if loaded == "ofed" else None,
     }
-
-
-def pending_reload(stack: Mapping[str, Any], expected_release: Optional[str], kernel_modules: bool) -> Optional[str]:
-    """Why the running driver stack differs from the installed one, or None when nothing is pending."""
-    if not kernel_modules or not expected_release:
-        return None
-    if stack.get("loaded") == "none":
-        # Nothing RDMA is loaded, so nothing runs on it: starting openibd is a first load, not a reload.
-        return None
-    if stack.get("loaded") != "ofed":
-        return "the {} driver stack is loaded; DOCA-OFED {} is installed but not running".format(
-            stack.get("loaded"), expected_release
-        )
-    if not release_matches(stack.get("loaded_release"), expected_release):
-        return "mlx5_core {} is loaded; DOCA-OFED {} is installed".format(stack.get("loaded_release"), expected_release)
-    return None

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca_stack as _doca_stack
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca as _doca
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import skew as _skew
 
 # Node annotations of a maintenance window (written by the node_maintenance role).
@@ -89,7 +89,7 @@ def node_section(plan: Mapping[str, Any], facts: Mapping[str, Any]) -> Dict[str,
         kernel = bool(doca["profile"].get("kernel_modules"))
         stack = facts.get("doca") or {}
         install = installed != doca["selected"]
-        pending = _doca_stack.pending_reload(stack, doca.get("expected_release"), kernel)
+        pending = _doca.pending_reload(stack, doca.get("expected_release"), kernel)
         doca_reload = kernel and (pending is not None or (install and stack.get("loaded") != "none"))
         action = "+".join(a for a, on in (("install", install), ("reload", doca_reload)) if on) or "none"
         what = "{} {} -> {}{}".format(

@@ -127,10 +127,10 @@ def test_release_from_dkms_version(version, release):
 
 
 def test_release_matches():
-    assert _doca_stack.release_matches("24.10-1.1.4.0.200", "24.10-1.1.4")
-    assert _doca_stack.release_matches("24.10-1.1.4", "24.10-1.1.4")
-    assert not _doca_stack.release_matches("24.10-1.1.40", "24.10-1.1.4")
-    assert not _doca_stack.release_matches(None, "24.10-1.1.4")
+    assert _doca.release_matches("24.10-1.1.4.0.200", "24.10-1.1.4")
+    assert _doca.release_matches("24.10-1.1.4", "24.10-1.1.4")
+    assert not _doca.release_matches("24.10-1.1.40", "24.10-1.1.4")
+    assert not _doca.release_matches(None, "24.10-1.1.4")
 
 
 def test_dkms_status_formats():
@@ -157,7 +157,7 @@ def test_detect_stack(case):
     for key, value in case["expect"].items():
         assert stack[key] == value, key
     if "pending" in case:
-        reason = _doca_stack.pending_reload(stack, case["pending"]["expected"], case["pending"]["profile_kernel"])
+        reason = _doca.pending_reload(stack, case["pending"]["expected"], case["pending"]["profile_kernel"])
         if case["pending"]["reason"] is None:
             assert reason is None
         else:
