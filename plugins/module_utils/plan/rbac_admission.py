@@ -59,19 +59,14 @@ def _labelled(obj: str) -> str:
     )
 
 
-def admission_policies(inputs: Mapping[str, Any]) -> List[Dict[str, Any]]:
-    """Three ValidatingAdmissionPolicies with their bindings (admissionregistration.k8s.io/v1,
-    Kubernetes 1.30 and later) on the subject's own requests: they narrow what RBAC cannot (a create
-    by name, a write by the object's content). Not for the identity to apply: it may not write
-    admission policies."""
-    match = [{"name": NAME, "expression": match_expression(inputs["subject"])}]
-    out: List[Dict[str, Any]] = []
+def _jobs_policy(inputs: Mapping[str, Any], match: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """The policy on validate's NCCL Jobs (and its binding)."""
     # validate's NCCL Jobs: in validate_namespace only (the policy matches the subject's Jobs in every
     # namespace and refuses them elsewhere, whatever RBAC grants there), the planned image
     # (validate_nccl_image), no other container, the planned securityContext (IPC_LOCK added, nothing
     # privileged), the Pod on the default ServiceAccount without host namespaces, and only Secret,
     # ConfigMap and emptyDir volumes (no hostPath, no claim).
-    out += _policy(
+    return _policy(
         f"{NAME}-jobs",
         {
             "matchConstraints": {"resourceRules": [_rules("batch", ["jobs"], ["CREATE", "UPDATE"])]},
@@ -118,12 +113,16 @@ def admission_policies(inputs: Mapping[str, Any]) -> List[Dict[str, Any]]:
             ],
         },
     )
+
+
+def _kinds_policy(inputs: Mapping[str, Any], match: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """The policy on the kinds this identity writes without names (and its binding)."""
     # What this identity writes by name-less RBAC, narrowed by content: CRDs it creates are the
     # collection's (``crds``); PersistentVolumes are CSI volumes of the collection's drivers (never
     # hostPath or local) and StorageClasses provision with them; namespaces it creates carry no Pod
     # Security label; its Secrets are never ServiceAccount tokens; its Services are ClusterIP without
     # external IPs.
-    out += _policy(
+    return _policy(
         f"{NAME}-kinds",
         {
             "matchConstraints": {
@@ -172,6 +171,10 @@ def admission_policies(inputs: Mapping[str, Any]) -> List[Dict[str, Any]]:
             ],
         },
     )
+
+
+def _owned_policy(inputs: Mapping[str, Any], match: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """The policy that keeps this identity to the objects it made (and its binding)."""
     # Ownership: this identity changes or deletes only what it made. StorageClasses, volumes and
     # claims, the NCCL ConfigMaps, the NFS mount-options Secrets and validate's Secrets carry the
     # collection's labels (app.kubernetes.io/managed-by: gpufabric.rollout, or validate's
@@ -192,7 +195,7 @@ def admission_policies(inputs: Mapping[str, Any]) -> List[Dict[str, Any]]:
         ),
         _rules("storage.k8s.io", ["storageclasses"], ["CREATE", "UPDATE", "DELETE"]),
     ]
-    out += _policy(
+    return _policy(
         f"{NAME}-owned",
         {
             "matchConstraints": constraints,
@@ -209,4 +212,12 @@ def admission_policies(inputs: Mapping[str, Any]) -> List[Dict[str, Any]]:
             ],
         },
     )
-    return out
+
+
+def admission_policies(inputs: Mapping[str, Any]) -> List[Dict[str, Any]]:
+    """Three ValidatingAdmissionPolicies with their bindings (admissionregistration.k8s.io/v1,
+    Kubernetes 1.30 and later) on the subject's own requests: they narrow what RBAC cannot (a create
+    by name, a write by the object's content). Not for the identity to apply: it may not write
+    admission policies."""
+    match = [{"name": NAME, "expression": match_expression(inputs["subject"])}]
+    return _jobs_policy(inputs, match) + _kinds_policy(inputs, match) + _owned_policy(inputs, match)
