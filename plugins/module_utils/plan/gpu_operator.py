@@ -40,7 +40,7 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.cluster i
 
 # The chart values live in plan.gpu_operator_values; the names marked F401 are imported from here
 # by callers (plan.storage_csi: MANAGED_BY; the tests: the chart version and repository helpers).
-from ansible_collections.gpufabric.rollout.plugins.module_utils.plan.gpu_operator_values import (
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan.gpu_operator_values import (  # pylint: disable=unused-import
     DRIVER_VAR,
     MANAGED_BY,  # noqa: F401
     chart_numbers,  # noqa: F401

@@ -29,7 +29,7 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import upgr
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import validate as _plan_validate
 
 # doca_repo: plugins/filter/plan.py reads it from here.
-from ansible_collections.gpufabric.rollout.plugins.module_utils.plan.node_stack import (
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan.node_stack import (  # pylint: disable=unused-import
     doca_repo,  # noqa: F401
     doca_section,
     gds_section,
