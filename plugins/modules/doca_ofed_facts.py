@@ -58,7 +58,7 @@ ansible_facts:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca as _doca
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca_stack as _doca_stack
 from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.host import Runner, Sysroot
 
 
@@ -83,9 +83,9 @@ def gather(sr, installed, runner):
     """The stack facts: ``ofed_info -s`` and ``dkms status`` through ``runner`` (their output is read
     leniently: what is not recognised is left out), sysfs below ``sr``."""
     modules = read_modules(sr)
-    facts = _doca.detect_stack(runner.output("ofed_info", ["-s"]), installed, modules)
+    facts = _doca_stack.detect_stack(runner.output("ofed_info", ["-s"]), installed, modules)
     facts["modules"] = modules
-    facts["dkms"] = _doca.parse_dkms_status(runner.output("dkms", ["status"]) or "")
+    facts["dkms"] = _doca_stack.parse_dkms_status(runner.output("dkms", ["status"]) or "")
     return facts
 
 

@@ -85,6 +85,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import open_url
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca as _doca
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca_index as _doca_index
 from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.parse import ParseError
 
 DEFAULT_VARIABLE = "doca_ofed_repo_base_url"
@@ -121,7 +122,7 @@ def read_index(params):
             if data is not None:
                 text = _maybe_gunzip(data, name).decode("utf-8", "replace")
                 try:
-                    return base + name, _doca.parse_packages_index(text), _doca.parse_packages_depends(text)
+                    return base + name, _doca_index.parse_packages_index(text), _doca_index.parse_packages_depends(text)
                 except ParseError as exc:
                     raise exc.within(base + name) from None
         raise _doca.DocaError(
@@ -131,7 +132,7 @@ def read_index(params):
     if repomd is None:
         raise _doca.DocaError(f"{params['variable']}: no repodata/repomd.xml at {base}" + hint(params))
     try:
-        location = _doca.primary_location(repomd)
+        location = _doca_index.primary_location(repomd)
     except ParseError as exc:
         raise exc.within(base + "repodata/repomd.xml") from None
     if location.endswith((".zst", ".xz", ".bz2")):
@@ -140,7 +141,7 @@ def read_index(params):
     if data is None:
         raise _doca.DocaError(f"{base}: repomd.xml names {location}, which is missing")
     try:
-        return base + location, _doca.parse_primary_xml(_maybe_gunzip(data, location)), {}
+        return base + location, _doca_index.parse_primary_xml(_maybe_gunzip(data, location)), {}
     except ParseError as exc:
         raise exc.within(base + location) from None
 

@@ -351,7 +351,9 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import g
 from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import gpuprobe as _gpuprobe
 from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import nccltests as _nccltests
 from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import perftest as _perftest
+from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import gate_figures as _gate_figures
 from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import gates as _gates
+from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import hardware_checks as _hardware_checks
 from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import plots as _plots
 from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import report as _validate_report
 from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import report_html as _report_html
@@ -373,7 +375,7 @@ def evaluate(params):
     checks, series = [], {"nccl": [], "allreduce": []}
     if params["host_links"]:
         for node in sorted(topo):
-            checks.extend(_gates.link_checks(node, topo[node] or {}))
+            checks.extend(_hardware_checks.link_checks(node, topo[node] or {}))
     for given in params.get("checks") or []:
         check = dict(given, detail=given.get("detail") or "", unit=given.get("unit") or "")
         if not check.get("status"):
@@ -399,7 +401,7 @@ def evaluate(params):
         except _nccltests.NcclTestsError as exc:
             checks.append(_unreadable("nccl", ",".join(run["nodes"]), run["name"], "all-reduce", exc))
             continue
-        expected = _gates.nccl_expected_gbs([topo.get(n) or {} for n in run["nodes"]], g["nccl_efficiency"])
+        expected = _gate_figures.nccl_expected_gbs([topo.get(n) or {} for n in run["nodes"]], g["nccl_efficiency"])
         found = _gates.nccl_checks(run["name"], result, expected, g, source=run.get("source") or "", nodes=run["nodes"])
         checks.extend(found)
         series["nccl"].append(
@@ -417,7 +419,7 @@ def evaluate(params):
         except _gdsio.GdsioError as exc:
             checks.append(_unreadable("gds", run["node"], run["filesystem"], "gdsio", exc))
             continue
-        expected = run.get("expected_gbps") or _gates.gds_expected_gbs(topo.get(run["node"]) or {})
+        expected = run.get("expected_gbps") or _gate_figures.gds_expected_gbs(topo.get(run["node"]) or {})
         for result in results:
             checks.append(_gates.gds_check(run["node"], run["filesystem"], result, expected, g["gds_fraction"]))
     for run in params["probe"]:
@@ -437,7 +439,7 @@ def evaluate(params):
                     detail=str(err.get("error")),
                 )
             )
-        found = _gates.probe_checks(run["node"], doc, topo.get(run["node"]) or {}, g)
+        found = _hardware_checks.probe_checks(run["node"], doc, topo.get(run["node"]) or {}, g)
         checks.extend(found)
         rows = (doc.get("allreduce") or {}).get("rows") or []
         if rows:

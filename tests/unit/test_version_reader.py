@@ -20,7 +20,7 @@ READERS = {("shared/parse.py", "version_numbers")}
 # The stage rules on top of it: each one's numbers come from version_numbers (checked below).
 WRAPPERS = {
     ("plan/nccl.py", "parse_version"),
-    ("plan/gpu_operator.py", "chart_numbers"),
+    ("plan/gpu_operator_values.py", "chart_numbers"),
     ("intent/values.py", "version"),
 }
 

@@ -2,7 +2,8 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The RoCE QoS apply engine: read -> diff -> apply -> read back, per interface of a plan.
 
-Runs the tools (``mlnx_qos`` or iproute2 ``dcb``, ``ethtool``) through one ``Runner`` and reads
+Runs the tools (the NIC driver's QoS tool, ``mlnx_qos`` or iproute2 ``dcb`` for mlx5, see
+plugins/module_utils/nic; ``ethtool``) through one ``Runner`` and reads
 and writes sysfs/configfs/debugfs through one ``Sysroot`` (``_host.py``), so the same code runs
 in the ``roce_qos`` module, in the boot-time re-apply script (``roles/roce/files/roce_apply.py``,
 which carries this file and the module_utils it imports onto the host) and in tests with fakes.
@@ -16,15 +17,12 @@ Pure Python (>= 3.8), stdlib only, no AnsibleModule.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
+from ansible_collections.gpufabric.rollout.plugins.module_utils.nic.base import NicDriver, QosTool, query
+from ansible_collections.gpufabric.rollout.plugins.module_utils.nic.registry import NicDriverError, nic_driver
 from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers.qos import (
-    parse_dcb_app,
-    parse_dcb_buffer,
-    parse_dcb_ets,
-    parse_dcb_pfc,
     parse_ethtool_pause,
-    parse_mlnx_qos,
     parse_traffic_class,
     roce_active_mtu,
 )
@@ -50,25 +48,30 @@ class PartialApply(QosError):
 ENGINE_ERRORS = (QosError, CommandError, ParseError, OSError)
 
 
-def _query(io: Host, parser: Callable[[str], Dict[str, Any]], argv: List[str]) -> Dict[str, Any]:
-    """Run a read-only tool call and parse its output; a ParseError names the call (tool and netdev)."""
-    out = io.runner.check(argv)
+def _driver(iface: Dict[str, Any]) -> NicDriver:
+    """The NIC driver of a plan interface (the plan names none today: the default, mlx5_core)."""
     try:
-        return parser(out)
-    except ParseError as exc:
-        raise exc.within(" ".join(argv)) from None
+        return nic_driver(iface.get("driver"))
+    except NicDriverError as exc:
+        raise QosError(f"{iface['netdev']}: {exc}") from None
 
 
-def choose_backend(requested: str, io: Host) -> str:
-    if requested in ("mlnx_qos", "dcb"):
+def _tools(driver: NicDriver) -> Dict[str, QosTool]:
+    return {t.name: t for t in driver.qos_tools}
+
+
+def choose_backend(requested: str, io: Host, driver: Optional[NicDriver] = None) -> str:
+    """The QoS tool to use: ``requested`` when installed, for ``auto`` the driver's first installed."""
+    tools = _tools(driver or nic_driver(None))
+    if requested in tools:
         if not io.runner.which(requested):
             raise QosError(f"backend {requested} requested but the {requested} command is not installed")
         return requested
-    if io.runner.which("mlnx_qos"):
-        return "mlnx_qos"
-    if io.runner.which("dcb"):
-        return "dcb"
-    raise QosError("neither mlnx_qos (MOFED/DOCA mlnx-tools) nor dcb (iproute2) is installed")
+    for name in tools:
+        if io.runner.which(name):
+            return name
+    known = " nor ".join(f"{t.name} ({t.source})" for t in tools.values())
+    raise QosError(f"neither {known} is installed")
 
 
 def _read_int(io: Host, rel: str) -> Optional[int]:
@@ -81,7 +84,7 @@ def _sysfs_paths(iface: Dict[str, Any]) -> Dict[str, str]:
     dev = iface.get("rdma_device") or ""
     port = iface.get("port", 1)
     return {
-        "ecn": f"sys/class/net/{nd}/ecn",
+        "ecn": _driver(iface).ecn_dir(nd),
         "mtu": f"sys/class/net/{nd}/mtu",
         "tc": f"sys/class/infiniband/{dev}/tc/1/traffic_class",
         "cm_dev": f"sys/kernel/config/rdma_cm/{dev}",
@@ -89,24 +92,21 @@ def _sysfs_paths(iface: Dict[str, Any]) -> Dict[str, str]:
     }
 
 
+def _tool(iface: Dict[str, Any], backend: str) -> QosTool:
+    """The QoS tool called ``backend`` for the interface's driver."""
+    driver = _driver(iface)
+    tool = _tools(driver).get(backend)
+    if tool is None:
+        raise QosError(f"{iface['netdev']}: backend {backend} does not set the QoS of {driver.name} ports")
+    return tool
+
+
 def read_state(iface: Dict[str, Any], backend: str, io: Host) -> Tuple[Dict[str, Any], Dict[str, Any], List[str]]:
     """Current values of every key the plan manages (None = not readable here).
 
     Returns (state, raw, warnings); raw keeps the full tool state for apply."""
-    nd = iface["netdev"]
     warnings = []  # type: List[str]
-    if backend == "mlnx_qos":
-        raw = _query(io, parse_mlnx_qos, ["mlnx_qos", "-i", nd, "-a"])
-        raw["delay"] = raw.get("cable_len")
-    else:
-        raw = {}
-        raw.update(_query(io, parse_dcb_app, ["dcb", "-N", "app", "show", "dev", nd]))
-        raw.update(_query(io, parse_dcb_pfc, ["dcb", "pfc", "show", "dev", nd]))
-        raw["cable_len"] = raw.get("delay")
-        if iface.get("ets"):
-            raw.update(_query(io, parse_dcb_ets, ["dcb", "ets", "show", "dev", nd]))
-        if iface.get("buffer_size") or iface.get("prio2buffer"):
-            raw.update(_query(io, parse_dcb_buffer, ["dcb", "buffer", "show", "dev", nd]))
+    raw = _tool(iface, backend).read(iface, io)
     state = {
         "trust": raw.get("trust"),
         "dscp2prio": {d: raw["dscp2prio"].get(int(d), []) for d in sorted(iface["dscp2prio"], key=int)},
@@ -122,62 +122,74 @@ def read_state(iface: Dict[str, Any], backend: str, io: Host) -> Tuple[Dict[str,
         state["prio2buffer"] = raw.get("prio2buffer")
     if iface.get("cable_len") is not None:
         state["cable_len"] = raw.get("cable_len")
-
-    paths = _sysfs_paths(iface)
-    ecn = iface.get("ecn") or {}
-    if io.sysroot.exists(paths["ecn"]):
-        state["ecn"] = {}
-        for point in ("roce_np", "roce_rp"):
-            for prio in ecn.get("priorities") or []:
-                state["ecn"][f"{point}/{prio}"] = _read_int(io, f"{paths['ecn']}/{point}/enable/{prio}")
-        state["cnp_dscp"] = _read_int(io, paths["ecn"] + "/roce_np/cnp_dscp")
-        state["cnp_prio"] = _read_int(io, paths["ecn"] + "/roce_np/cnp_802p_prio")
-    else:
-        dbg = _debugfs_cc(iface, io)
-        if dbg:
-            state["cnp_dscp"] = _read_int(io, dbg + "/np_cnp_dscp")
-            state["cnp_prio"] = _read_int(io, dbg + "/np_cnp_prio")
-        warnings.append(
-            f"{nd}: no per-priority ECN sysfs (inbox driver); congestion control priorities follow the "
-            "firmware setting ROCE_CC_PRIO_MASK (mlxconfig)"
-        )
-        if not dbg:
-            warnings.append(f"{nd}: CNP DSCP/priority not exposed (no MOFED ecn sysfs, no mlx5 debugfs cc_params)")
-
+    _read_ecn(iface, io, state, warnings)
     if iface.get("rdma_device"):
-        if iface.get("traffic_class") is not None:
-            if io.sysroot.exists(paths["tc"].rsplit("/", 1)[0]):
-                state["traffic_class"] = parse_traffic_class(io.sysroot.read(paths["tc"]))
-            else:
-                warnings.append(
-                    f"{iface['rdma_device']}: verbs traffic class not exposed (MOFED only); "
-                    f"set NCCL_IB_TC={iface['traffic_class']} in workloads"
-                )
-        if io.sysroot.exists("sys/kernel/config/rdma_cm"):
-            mode = io.sysroot.read(paths["cm_port"] + "/default_roce_mode")
-            state["roce_tos"] = integer_or_none(io.sysroot.read(paths["cm_port"] + "/default_roce_tos"), 0, 255)
-            state["roce_mode"] = mode or None
-        else:
-            warnings.append(
-                f"{iface['rdma_device']}: RDMA-CM configfs (sys/kernel/config/rdma_cm) absent: load rdma_cm "
-                "and mount configfs to set the default RoCE ToS/mode"
-            )
-    state["mtu"] = _read_int(io, paths["mtu"])
+        _read_rdma(iface, io, state, warnings)
+    state["mtu"] = _read_int(io, _sysfs_paths(iface)["mtu"])
     if iface.get("global_pause_off"):
         if io.runner.which("ethtool"):
-            pause = _query(io, parse_ethtool_pause, ["ethtool", "-a", nd])
+            pause = query(io, parse_ethtool_pause, ["ethtool", "-a", iface["netdev"]])
             state["global_pause"] = {"rx": pause["rx"], "tx": pause["tx"]}
         else:
-            warnings.append(f"{nd}: ethtool not installed; global pause not checked")
+            warnings.append(f"{iface['netdev']}: ethtool not installed; global pause not checked")
     return state, raw, warnings
 
 
-def _debugfs_cc(iface: Dict[str, Any], io: Host) -> Optional[str]:
+def _read_ecn(iface: Dict[str, Any], io: Host, state: Dict[str, Any], warnings: List[str]) -> None:
+    """ECN per point and priority and the CNP DSCP/priority: from the ECN sysfs, else debugfs."""
+    nd = iface["netdev"]
+    driver = _driver(iface)
+    ecn = iface.get("ecn") or {}
+    if io.sysroot.exists(driver.ecn_dir(nd)):
+        state["ecn"] = {}
+        for point in driver.ecn_points:
+            for prio in ecn.get("priorities") or []:
+                state["ecn"][f"{point}/{prio}"] = _read_int(io, driver.ecn_enable(nd, point, prio))
+        dscp_file, prio_file = driver.cnp_files(nd)
+        state["cnp_dscp"] = _read_int(io, dscp_file)
+        state["cnp_prio"] = _read_int(io, prio_file)
+        return
+    dbg = _debugfs_cnp(iface, io)
+    if dbg:
+        state["cnp_dscp"] = _read_int(io, dbg[0])
+        state["cnp_prio"] = _read_int(io, dbg[1])
+    warnings.append(
+        f"{nd}: no per-priority ECN sysfs (inbox driver); congestion control priorities follow the "
+        "firmware setting ROCE_CC_PRIO_MASK (mlxconfig)"
+    )
+    if not dbg:
+        warnings.append(f"{nd}: CNP DSCP/priority not exposed (no MOFED ecn sysfs, no mlx5 debugfs cc_params)")
+
+
+def _read_rdma(iface: Dict[str, Any], io: Host, state: Dict[str, Any], warnings: List[str]) -> None:
+    """The verbs traffic class and the RDMA-CM default RoCE ToS and mode of the interface's RDMA device."""
+    paths = _sysfs_paths(iface)
+    if iface.get("traffic_class") is not None:
+        if io.sysroot.exists(paths["tc"].rsplit("/", 1)[0]):
+            state["traffic_class"] = parse_traffic_class(io.sysroot.read(paths["tc"]))
+        else:
+            warnings.append(
+                f"{iface['rdma_device']}: verbs traffic class not exposed (MOFED only); "
+                f"set NCCL_IB_TC={iface['traffic_class']} in workloads"
+            )
+    if io.sysroot.exists("sys/kernel/config/rdma_cm"):
+        mode = io.sysroot.read(paths["cm_port"] + "/default_roce_mode")
+        state["roce_tos"] = integer_or_none(io.sysroot.read(paths["cm_port"] + "/default_roce_tos"), 0, 255)
+        state["roce_mode"] = mode or None
+    else:
+        warnings.append(
+            f"{iface['rdma_device']}: RDMA-CM configfs (sys/kernel/config/rdma_cm) absent: load rdma_cm "
+            "and mount configfs to set the default RoCE ToS/mode"
+        )
+
+
+def _debugfs_cnp(iface: Dict[str, Any], io: Host) -> Optional[Tuple[str, str]]:
+    """The driver's debugfs CNP DSCP and priority files of the interface's PCI function, when present."""
     link = f"sys/class/net/{iface['netdev']}/device"
     real = io.sysroot.real(link) if io.sysroot.isdir(link) else None
     bdf = real.rsplit("/", 1)[-1] if real else None
-    rel = f"sys/kernel/debug/mlx5/{bdf}/cc_params" if bdf else None
-    return rel if rel and io.sysroot.exists(rel) else None
+    files = _driver(iface).debugfs_cnp_files(bdf) if bdf else None
+    return files if files and io.sysroot.exists(files[0].rsplit("/", 1)[0]) else None
 
 
 def desired_state(iface: Dict[str, Any], current: Dict[str, Any]) -> Dict[str, Any]:
@@ -221,77 +233,6 @@ def diff_keys(current: Dict[str, Any], desired: Dict[str, Any]) -> List[str]:
     return sorted(k for k in desired if current.get(k) != desired[k])
 
 
-def _csv(values: List[Any]) -> str:
-    return ",".join(str(v) for v in values)
-
-
-def _mlnx_qos_commands(nd: str, changed: List[str], want: Dict[str, Any], raw: Dict[str, Any]) -> List[List[str]]:
-    cmds = []
-    base = ["mlnx_qos", "-i", nd]
-    if "trust" in changed:
-        cmds.append([*base, "--trust", want["trust"]])
-    if "dscp2prio" in changed:
-        args = []
-        for d in sorted(want["dscp2prio"], key=int):
-            prio = want["dscp2prio"][d][0]
-            for old in raw.get("dscp2prio", {}).get(int(d), []):
-                if old != prio:
-                    args += ["--dscp2prio", f"del,{d},{old}"]
-            args += ["--dscp2prio", f"set,{d},{prio}"]
-        cmds.append(base + args)
-    if "pfc" in changed or "cable_len" in changed:
-        # mlnx_qos sends PFC enable and delay (cable length) in one dcbnl call: passing only one
-        # of them resets the other to 0, so always pass both.
-        pfc = want.get("pfc", raw.get("pfc"))
-        cable = want.get("cable_len", raw.get("cable_len") or 0)
-        cmds.append([*base, "--pfc", _csv(pfc), "--cable_len", str(cable)])
-    if "ets" in changed:
-        ets = want["ets"]
-        cmds.append([*base, "--prio_tc", _csv(ets["prio_tc"]), "--tsa", _csv(ets["tsa"]), "--tcbw", _csv(ets["tc_bw"])])
-    if "prio2buffer" in changed:
-        cmds.append([*base, "--prio2buffer", _csv(want["prio2buffer"])])
-    if "buffer_size" in changed:
-        cmds.append([*base, "--buffer_size", _csv(want["buffer_size"])])
-    if "default_prio" in changed:
-        cmds.append([*base, "--defltprio", f"set,{want['default_prio']}"])
-    return cmds
-
-
-def _dcb_commands(nd: str, changed: List[str], want: Dict[str, Any], raw: Dict[str, Any]) -> List[List[str]]:
-    cmds = []
-    if "trust" in changed and want["trust"] == "pcp":
-        cmds.append(["dcb", "app", "flush", "dev", nd, "dscp-prio"])
-    if "dscp2prio" in changed or ("trust" in changed and want["trust"] == "dscp"):
-        pairs = [f"{d}:{want['dscp2prio'][d][0]}" for d in sorted(want["dscp2prio"], key=int)]
-        cmds.append(["dcb", "app", "replace", "dev", nd, "dscp-prio", *pairs])
-    if "default_prio" in changed:
-        cmds.append(["dcb", "app", "replace", "dev", nd, "default-prio", str(want["default_prio"])])
-    if "pfc" in changed or "cable_len" in changed:
-        cmd = ["dcb", "pfc", "set", "dev", nd, "prio-pfc"]
-        cmd += [f"{p}:{'on' if v else 'off'}" for p, v in enumerate(want["pfc"])]
-        if "cable_len" in want:
-            cmd += ["delay", str(want["cable_len"])]
-        cmds.append(cmd)
-    if "ets" in changed:
-        ets = want["ets"]
-        cmds.append(
-            ["dcb", "ets", "set", "dev", nd, "prio-tc"]
-            + [f"{p}:{t}" for p, t in enumerate(ets["prio_tc"])]
-            + ["tc-tsa"]
-            + [f"{t}:{s}" for t, s in enumerate(ets["tsa"])]
-            + ["tc-bw"]
-            + [f"{t}:{b}" for t, b in enumerate(ets["tc_bw"])]
-        )
-    if "prio2buffer" in changed or "buffer_size" in changed:
-        cmd = ["dcb", "buffer", "set", "dev", nd]
-        if "prio2buffer" in want:
-            cmd += ["prio-buffer"] + [f"{p}:{b}" for p, b in enumerate(want["prio2buffer"])]
-        if "buffer_size" in want:
-            cmd += ["buffer-size"] + [f"{b}:{s}" for b, s in enumerate(want["buffer_size"])]
-        cmds.append(cmd)
-    return cmds
-
-
 def apply_changes(
     iface: Dict[str, Any],
     backend: str,
@@ -309,26 +250,35 @@ def apply_changes(
         # MTU first: the RoCE path MTU follows the netdev MTU.
         io.sysroot.write(_sysfs_paths(iface)["mtu"], f"{want['mtu']}\n")
         done.append(f"mtu={want['mtu']}")
-    builder = _mlnx_qos_commands if backend == "mlnx_qos" else _dcb_commands
-    for cmd in builder(nd, changed, want, raw):
+    for cmd in _tool(iface, backend).commands(nd, changed, want, raw):
         io.runner.check(cmd)
         done.append(" ".join(cmd))
-    paths = _sysfs_paths(iface)
+    _apply_ecn(iface, changed, want, io, done)
+    _apply_rdma(iface, changed, want, io, done)
+    if "global_pause" in changed:
+        io.runner.check(["ethtool", "-A", nd, "autoneg", "off", "rx", "off", "tx", "off"])
+        done.append(f"ethtool -A {nd} autoneg off rx off tx off")
+    return done
+
+
+def _apply_ecn(iface: Dict[str, Any], changed: List[str], want: Dict[str, Any], io: Host, done: List[str]) -> None:
+    nd = iface["netdev"]
+    driver = _driver(iface)
     if "ecn" in changed:
         for key, flag in sorted(want["ecn"].items()):
             point, prio = key.split("/")
-            io.sysroot.write(f"{paths['ecn']}/{point}/enable/{prio}", f"{flag}\n")
+            io.sysroot.write(driver.ecn_enable(nd, point, prio), f"{flag}\n")
         done.append("ecn " + ",".join(f"{k}={v}" for k, v in sorted(want["ecn"].items())))
     if "cnp_dscp" in changed or "cnp_prio" in changed:
-        if io.sysroot.exists(paths["ecn"]):
-            io.sysroot.write(paths["ecn"] + "/roce_np/cnp_dscp", f"{want['cnp_dscp']}\n")
-            io.sysroot.write(paths["ecn"] + "/roce_np/cnp_802p_prio", f"{want['cnp_prio']}\n")
-        else:
-            dbg = _debugfs_cc(iface, io)
-            if dbg:
-                io.sysroot.write(dbg + "/np_cnp_dscp", f"{want['cnp_dscp']}\n")
-                io.sysroot.write(dbg + "/np_cnp_prio", f"{want['cnp_prio']}\n")
+        files = driver.cnp_files(nd) if io.sysroot.exists(driver.ecn_dir(nd)) else _debugfs_cnp(iface, io)
+        if files:
+            io.sysroot.write(files[0], f"{want['cnp_dscp']}\n")
+            io.sysroot.write(files[1], f"{want['cnp_prio']}\n")
         done.append(f"cnp dscp={want['cnp_dscp']} prio={want['cnp_prio']}")
+
+
+def _apply_rdma(iface: Dict[str, Any], changed: List[str], want: Dict[str, Any], io: Host, done: List[str]) -> None:
+    paths = _sysfs_paths(iface)
     if "traffic_class" in changed:
         io.sysroot.write(paths["tc"], f"{want['traffic_class']}\n")
         done.append(f"traffic_class={want['traffic_class']}")
@@ -342,17 +292,13 @@ def apply_changes(
         if "roce_tos" in changed:
             io.sysroot.write(paths["cm_port"] + "/default_roce_tos", f"{want['roce_tos']}\n")
             done.append(f"default_roce_tos={want['roce_tos']}")
-    if "global_pause" in changed:
-        io.runner.check(["ethtool", "-A", nd, "autoneg", "off", "rx", "off", "tx", "off"])
-        done.append(f"ethtool -A {nd} autoneg off rx off tx off")
-    return done
 
 
 def run_plan_interfaces(
     interfaces: List[Dict[str, Any]], backend_req: str, io: Host, check_mode: bool
 ) -> Dict[str, Any]:
     """Read -> diff -> (apply) -> read back, for every interface of a plan."""
-    backend = choose_backend(backend_req, io)
+    backend = choose_backend(backend_req, io, _driver(interfaces[0]) if interfaces else None)
     results = []
     changed_any = False
     warnings = []  # type: List[str]

@@ -6,7 +6,7 @@
 the PCIe port type and ACS control from config space, inferred from the tree position when
 config space is cut short); ``path_class`` gives the ``nvidia-smi topo -m`` class of the path
 between two functions. Sources: torvalds/linux drivers/pci/pci-sysfs.c, pci_regs.h, pci.ids
-(NVIDIA), drivers/net/ethernet/mellanox/mlx5/core/main.c (PCI table).
+(NVIDIA). NIC device ids are the NIC drivers' (plugins/module_utils/nic).
 Runs on target hosts: Python >= 3.8, stdlib only.
 """
 
@@ -52,23 +52,6 @@ GPU_MODELS: Dict[str, Tuple[str, int]] = {
     "27b8": ("L4", 89),
     "2901": ("B200", 100),
     "2941": ("GB200", 100),
-}
-# Mellanox/NVIDIA networking device ids (torvalds/linux mlx5 core main.c PCI table)
-NIC_MODELS: Dict[str, Tuple[str, bool]] = {
-    "1017": ("ConnectX-5", False),
-    "1018": ("ConnectX-5", True),
-    "1019": ("ConnectX-5 Ex", False),
-    "101a": ("ConnectX-5 Ex", True),
-    "101b": ("ConnectX-6", False),
-    "101c": ("ConnectX-6", True),
-    "101d": ("ConnectX-6 Dx", False),
-    "101e": ("ConnectX VF", True),
-    "101f": ("ConnectX-6 Lx", False),
-    "1021": ("ConnectX-7", False),
-    "1023": ("ConnectX-8", False),
-    "1025": ("ConnectX-9", False),
-    "a2d6": ("BlueField-2", False),
-    "a2dc": ("BlueField-3", False),
 }
 
 

@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Cluster networking intent against the nodes: nodes grouped by hardware, rails matched to each
 group's NICs, subnets carved and checked; _cluster_plan.py assembles the plan. ``gpufabric_rails``
-arrives as the plan checked it (argument specs + _intent_rules.rails_rules, every default filled);
+arrives as the plan checked it (argument specs + intent.network_rules.rails_rules, every default filled);
 what is refused here needs the nodes or the carved subnets, and the errors name the rail or node
 group and the numbers.
 
@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Tuple
 
+from ansible_collections.gpufabric.rollout.plugins.module_utils.nic.registry import DEFAULT_DRIVER
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan.ipplan import (
     address,
     carve,
@@ -71,7 +72,7 @@ def node_rails(node: str, facts: Dict[str, Any]) -> Dict[int, Dict[str, Any]]:
             "vendor_id": str(nic.get("vendor_id") or ""),
             "device_id": str(nic.get("device_id") or ""),
             "model": nic.get("model") or "unknown",
-            "driver": nic.get("driver") or "mlx5_core",
+            "driver": nic.get("driver") or DEFAULT_DRIVER.name,
             "function": nic.get("function") or "pf",
             "numa_node": nic.get("numa_node"),
             "netdev": netdev,
@@ -164,7 +165,7 @@ def group_nodes(
 # --------------------------------------------------------------------------------------------- rails
 def rail_specs(cfg: Dict[str, Any], groups: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     """One spec per rail: the listed rails, or every rail index discovery found. Names, nad types
-    and VLANs were checked by the plan (argument specs, _intent_rules.rails_rules)."""
+    and VLANs were checked by the plan (argument specs, intent.network_rules.rails_rules)."""
     if cfg["rails"] is None:
         indexes = sorted({r for g in groups for r in g["rail_indexes"]})
         specs = [{"rail": r} for r in indexes]

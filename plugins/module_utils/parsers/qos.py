@@ -37,7 +37,6 @@ TSA_NAMES = ("strict", "ets", "vendor")
 ROCE_OVERHEAD = 96  # GRH 40 + UDP 8 + BTH 12 + XRC-ETH 4 + AtomicETH 28 + ICRC 4 (ib_addr.h iboe_get_mtu)
 IB_MTUS = (4096, 2048, 1024, 512, 256)
 MIN_MTU_FOR_4096 = 4096 + ROCE_OVERHEAD
-MAX_MTU = 9978  # mlx5 hard maximum
 
 # DSCP code point names iproute2 prints without -N (from /etc/iproute2/rt_dsfield, shifted by 2).
 _DSCP_NAMES = {f"CS{i}": i * 8 for i in range(8)}

@@ -1,6 +1,8 @@
 # Copyright: (c) 2026, gpufabric.rollout contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""DOCA-OFED: repository URLs, profile package sets, repository indexes, installed-stack detection.
+"""DOCA-OFED: repository URLs and profile package sets (repository indexes and versions:
+``plan.doca_index``; the installed stack: ``plan.doca_stack``), and whether the loaded driver
+matches the expected release.
 
 Pure functions, no Ansible imports; used by the doca_ofed role (through filters) and by the
 ``doca_repo_info`` / ``doca_ofed_facts`` modules.
@@ -14,21 +16,20 @@ repository (``deb [signed-by=KEY] URL ./``) or a dnf repository with ``repodata/
 (``mlnx-ofed-kernel-dkms``, ``mlnx-nfsrdma-dkms``, ``mlnx-nvme-dkms``). ``ofed_info -s`` prints
 ``MLNX_OFED_LINUX-<ver>:`` for standalone MLNX_OFED and ``OFED-internal-<ver>:`` for DOCA-OFED.
 
-Parsers of outside text: ``parse_packages_index``/``parse_packages_depends`` (apt ``Packages``),
-``primary_location``/``parse_primary_xml`` (dnf repodata) raise ParseError naming the line of a
-malformed document or version; ``parse_ofed_info`` and ``parse_dkms_status`` read leniently
-(None / lines they do not recognise are left out: dkms prints errors between its entries).
+Parsers of outside text (in ``plan.doca_index`` and ``plan.doca_stack``):
+``parse_packages_index``/``parse_packages_depends`` (apt ``Packages``), ``primary_location``/
+``parse_primary_xml`` (dnf repodata) raise ParseError naming the line of a malformed document or
+version; ``parse_ofed_info`` and ``parse_dkms_status`` read leniently (None / lines they do not
+recognise are left out: dkms prints errors between its entries).
 """
 
 from __future__ import annotations
 
-import functools
 import re
-import xml.etree.ElementTree as ET
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan.doca_index import DocaError
 from ansible_collections.gpufabric.rollout.plugins.module_utils.shared import packages as _packages
-from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.parse import ParseError, as_text, integer
 
 DEFAULT_BASE_URL = "https://linux.mellanox.com/public/repo/doca"
 GPG_KEY_NAME = "GPG-KEY-Mellanox.pub"
@@ -58,10 +59,6 @@ def stack_package_names() -> List[str]:
     names = [meta for meta, _kernel in PROFILES.values()]
     names += list(KERNEL_PACKAGES) + list(STORAGE_PACKAGES.values()) + list(USERSPACE_PACKAGES)
     return sorted(set(names) | {"mlnx-ofed-all", "mlnx-ofed-basic"})
-
-
-class DocaError(ValueError):
-    """Bad intent or unusable input; the message names the variable."""
 
 
 # --------------------------------------------------------------------------- repository URLs
@@ -179,293 +176,11 @@ def profile_packages(
     }
 
 
-# --------------------------------------------------------------------------- versions
-def _dpkg_order(char: str) -> int:
-    if char == "~":
-        return -1
-    if char.isalpha():
-        return ord(char)
-    return ord(char) + 256
-
-
-def _dpkg_cmp_part(left: str, right: str) -> int:
-    """Debian policy §5.6.12 comparison of an upstream-version or revision string."""
-    i = j = 0
-    while i < len(left) or j < len(right):
-        first_diff = 0
-        while (i < len(left) and not left[i].isdigit()) or (j < len(right) and not right[j].isdigit()):
-            lc = _dpkg_order(left[i]) if i < len(left) and not left[i].isdigit() else 0
-            rc = _dpkg_order(right[j]) if j < len(right) and not right[j].isdigit() else 0
-            if lc != rc:
-                return -1 if lc < rc else 1
-            i += 1
-            j += 1
-        while i < len(left) and left[i] == "0":
-            i += 1
-        while j < len(right) and right[j] == "0":
-            j += 1
-        while i < len(left) and left[i].isdigit() and j < len(right) and right[j].isdigit():
-            if not first_diff:
-                first_diff = ord(left[i]) - ord(right[j])
-            i += 1
-            j += 1
-        if i < len(left) and left[i].isdigit():
-            return 1
-        if j < len(right) and right[j].isdigit():
-            return -1
-        if first_diff:
-            return -1 if first_diff < 0 else 1
-    return 0
-
-
-def _split_version(version: str) -> Tuple[int, str, str]:
-    """(epoch, upstream, revision); ParseError when the epoch is not a number or nothing is left."""
-    epoch, _sep, rest = version.partition(":") if ":" in version else ("0", "", version)
-    upstream, _sep, revision = rest.rpartition("-") if "-" in rest else (rest, "", "0")
-    if not upstream or not re.fullmatch(r"[A-Za-z0-9.+~_:^-]+", rest):
-        raise ParseError(f"version {version!r} is not [epoch:]upstream[-revision]")
-    return integer(epoch or "0", f"version {version!r}: epoch", 0), upstream, revision
-
-
-def compare_versions(left: str, right: str) -> int:
-    """dpkg-style comparison (-1, 0, 1); also orders RPM version-release strings sensibly."""
-    le, lu, lr = _split_version(str(left))
-    re_, ru, rr = _split_version(str(right))
-    if le != re_:
-        return -1 if le < re_ else 1
-    return _dpkg_cmp_part(lu, ru) or _dpkg_cmp_part(lr, rr)
-
-
-def sort_versions(versions: Iterable[str]) -> List[str]:
-    return sorted(set(versions), key=functools.cmp_to_key(compare_versions))
-
-
-def version_matches(candidate: str, wanted: str) -> bool:
-    """'2.9.1-0.1.4' matches wanted '2.9.1' or '2.9.1-0.1.4'; '2.9.10-1' and '2.9' do not match '2.9.1'."""
-    candidate = str(candidate)
-    wanted = str(wanted)
-    return candidate == wanted or candidate.startswith(wanted + "-")
-
-
-def select_version(available: Mapping[str, Sequence[str]], package: str, wanted: str) -> str:
-    """The newest version of ``package`` that ``wanted`` pins; DocaError naming the variable if none."""
-    versions = available.get(package) or []
-    if not versions:
-        raise DocaError(
-            f"doca_ofed_profile: the repository carries no {package} package (it has {len(available)} packages)"
-        )
-    matching = [v for v in versions if version_matches(v, wanted)]
-    if not matching:
-        raise DocaError(
-            "doca_ofed_version: {} is not in the repository; {} versions there: {}".format(
-                wanted, package, ", ".join(sort_versions(versions))
-            )
-        )
-    return sort_versions(matching)[-1]
-
-
-# --------------------------------------------------------------------------- repository indexes
-def _stanzas(text: Any) -> Iterable[Dict[str, Any]]:
-    """deb822 stanzas of an apt ``Packages`` file: {field (lower case): value, "_line": (lineno, line)}.
-
-    Continuation lines (leading blank) and comments are skipped; each Version is checked, so a
-    malformed one is reported with its line."""
-    fields: Dict[str, Any] = {}
-    for lineno, line in enumerate(as_text(text, "Packages index").replace("\r\n", "\n").split("\n"), 1):
-        if not line.strip():
-            if fields:
-                yield fields
-            fields = {}
-            continue
-        if line[0] in " \t#" or ":" not in line:
-            continue
-        key, _sep, value = line.partition(":")
-        fields[key.strip().lower()] = value.strip()
-        if key.strip().lower() == "version":
-            try:
-                _split_version(value.strip())
-            except ParseError as exc:
-                raise ParseError(exc.message, line=line, lineno=lineno) from None
-    if fields:
-        yield fields
-
-
-def parse_packages_index(text: Any) -> Dict[str, List[str]]:
-    """An apt ``Packages`` file (deb822 stanzas) -> {package: [versions, oldest first]}."""
-    found: Dict[str, List[str]] = {}
-    for fields in _stanzas(text):
-        if "package" in fields and "version" in fields:
-            found.setdefault(fields["package"], []).append(fields["version"])
-    return {name: sort_versions(versions) for name, versions in found.items()}
-
-
-def parse_packages_depends(text: Any, prefix: str = "doca-") -> Dict[str, Dict[str, str]]:
-    """``Depends`` of the packages whose name starts with ``prefix``: {package: {version: depends}}."""
-    found: Dict[str, Dict[str, str]] = {}
-    for fields in _stanzas(text):
-        name = fields.get("package", "")
-        if name.startswith(prefix) and "version" in fields:
-            found.setdefault(name, {})[fields["version"]] = fields.get("depends", "")
-    return found
-
-
-def exact_dependencies(depends: str) -> Dict[str, str]:
-    """'a (= 1.0), b (>= 2), c' -> {'a': '1.0'}: the components a metapackage pins exactly."""
-    pinned = {}
-    for item in as_text(depends or "", "Depends").split(","):
-        match = re.match(r"^\s*([a-z0-9][a-z0-9+.-]*)(?::\S+)?\s*\(\s*=\s*([^)\s]+)\s*\)\s*$", item.split("|")[0])
-        if match:
-            pinned[match.group(1)] = match.group(2)
-    return pinned
-
-
-_COMMON_NS = "{http://linux.duke.edu/metadata/common}"
-_REPO_NS = "{http://linux.duke.edu/metadata/repo}"
-
-
-def _xml(text: Any, what: str) -> ET.Element:
-    """The root element of an XML document; ParseError naming the line of a syntax error.
-
-    Python's expat refuses entity-expansion bombs; ElementTree fetches no external entities."""
-    text = as_text(text, what)
-    try:
-        return ET.fromstring(text)
-    except (UnicodeError, ValueError) as exc:  # lone surrogates, an encoding declaration a str cannot have
-        raise ParseError(f"{what} is not well-formed XML ({exc})") from None
-    except ET.ParseError as exc:
-        lineno = exc.position[0] if getattr(exc, "position", None) else None
-        lines = text.splitlines()
-        line = lines[lineno - 1] if lineno and 0 < lineno <= len(lines) else None
-        raise ParseError(f"{what} is not well-formed XML ({exc})", line=line, lineno=lineno) from None
-
-
-def primary_location(repomd_xml: Any) -> str:
-    """repodata/repomd.xml -> the href of the primary metadata (e.g. repodata/<sum>-primary.xml.gz)."""
-    root = _xml(repomd_xml, "repomd.xml")
-    for data in root.findall(_REPO_NS + "data"):
-        if data.get("type") == "primary":
-            location = data.find(_REPO_NS + "location")
-            if location is not None and location.get("href"):
-                return location.get("href")  # type: ignore[return-value]
-    raise DocaError("doca_ofed_repo_base_url: repomd.xml has no primary metadata")
-
-
-def parse_primary_xml(xml_text: Any) -> Dict[str, List[str]]:
-    """dnf ``primary.xml`` -> {package: ["[epoch:]version-release", ...]}."""
-    root = _xml(xml_text, "primary.xml")
-    found: Dict[str, List[str]] = {}
-    for pkg in root.findall(_COMMON_NS + "package"):
-        name = pkg.findtext(_COMMON_NS + "name")
-        ver = pkg.find(_COMMON_NS + "version")
-        if not name or ver is None:
-            continue
-        text = "{}-{}".format(ver.get("ver"), ver.get("rel"))
-        if ver.get("epoch") not in (None, "", "0"):
-            text = "{}:{}".format(ver.get("epoch"), text)
-        try:
-            _split_version(text)
-        except ParseError as exc:
-            raise ParseError(f"package {name}: {exc.message}") from None
-        found.setdefault(name, []).append(text)
-    return {name: sort_versions(versions) for name, versions in found.items()}
-
-
-# --------------------------------------------------------------------------- installed stack
-def parse_ofed_info(text: Any) -> Optional[Dict[str, str]]:
-    """``ofed_info -s`` -> {flavour: mlnx_ofed|doca_ofed, version}; None when nothing is recognised."""
-    for line in as_text(text or "", "ofed_info output").splitlines():
-        line = line.strip().rstrip(":")
-        match = re.match(r"^MLNX_OFED_LINUX-(\S+)$", line)
-        if match:
-            return {"flavour": "mlnx_ofed", "version": match.group(1)}
-        match = re.match(r"^OFED-internal-(\S+)$", line)
-        if match:
-            return {"flavour": "doca_ofed", "version": match.group(1)}
-    return None
-
-
-def ofed_release_from_dkms_version(version: str) -> Optional[str]:
-    """'24.10.OFED.24.10.1.1.4.1-1' -> '24.10-1.1.4' (the release ofed_info and mlx5_core report)."""
-    match = re.match(r"^(?:\d+:)?[\d.]+\.OFED\.(\d+\.\d+)\.(\d+)\.(\d+)\.(\d+)(?:\.\d+)*(?:-.*)?$", str(version))
-    if not match:
-        return None
-    return "{}-{}.{}.{}".format(*match.groups())
-
-
 def release_matches(reported: Optional[str], expected: Optional[str]) -> bool:
     """'24.10-1.1.4.0.200' (ofed_info) matches '24.10-1.1.4'; '24.10-1.1.40' does not."""
     if not reported or not expected:
         return False
     return reported == expected or reported.startswith(expected + ".")
-
-
-def parse_dkms_status(text: Any) -> List[Dict[str, str]]:
-    """``dkms status`` lines, dkms 3.x ('m/v, kernel, arch: state') and 2.x ('m, v, kernel, arch: state');
-    other lines (dkms errors and warnings) are left out."""
-    entries = []
-    for line in as_text(text or "", "dkms status output").splitlines():
-        line = line.strip()
-        if not line or ":" not in line:
-            continue
-        head, _sep, state = line.rpartition(":")
-        state = state.strip()
-        parts = [p.strip() for p in head.split(",")]
-        if "/" in parts[0]:
-            module, _sep, version = parts[0].partition("/")
-            rest = parts[1:]
-        elif len(parts) >= 2:
-            module, version = parts[0], parts[1]
-            rest = parts[2:]
-        else:
-            continue
-        if not module.strip() or not version.strip():
-            continue
-        entries.append(
-            {
-                "module": module,
-                "version": version,
-                "kernel": rest[0] if rest else "",
-                "arch": rest[1] if len(rest) > 1 else "",
-                "state": state.split()[0] if state else "",
-            }
-        )
-    return entries
-
-
-def detect_stack(ofed_info: Optional[str], packages: Mapping[str, str], modules: Mapping[str, Any]) -> Dict[str, Any]:
-    """Which RDMA stack is on the host, installed and loaded.
-
-    ``packages``: installed package -> version. ``modules``: what /sys/module shows:
-    ``{"ib_core": bool, "mlx_compat": bool, "mlx5_core": bool, "mlx5_core_version": str|None}``.
-    ``mlx_compat`` exists only with MOFED/DOCA-OFED kernel modules, so ib_core without it is the
-    inbox stack.
-    """
-    info = parse_ofed_info(ofed_info)
-    doca_meta = sorted(name for name in packages if name in {p[0] for p in PROFILES.values()})
-    dkms_version = packages.get("mlnx-ofed-kernel-dkms")
-    installed_release = ofed_release_from_dkms_version(dkms_version) if dkms_version else None
-    if doca_meta or (info and info["flavour"] == "doca_ofed"):
-        kind = "doca_ofed"
-    elif (info and info["flavour"] == "mlnx_ofed") or dkms_version:
-        kind = "mlnx_ofed"
-    elif modules.get("ib_core") or modules.get("mlx5_core"):
-        kind = "inbox"
-    else:
-        kind = "none"
-    if modules.get("mlx_compat"):
-        loaded = "ofed"
-    elif modules.get("ib_core") or modules.get("mlx5_core"):
-        loaded = "inbox"
-    else:
-        loaded = "none"
-    return {
-        "kind": kind,
-        "profiles": doca_meta,
-        "ofed_info": info,
-        "installed_release": installed_release or (info or {}).get("version"),
-        "loaded": loaded,
-        "loaded_release": modules.get("mlx5_core_version") if loaded == "ofed" else None,
-    }
 
 
 def pending_reload(stack: Mapping[str, Any], expected_release: Optional[str], kernel_modules: bool) -> Optional[str]:

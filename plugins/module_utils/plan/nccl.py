@@ -10,7 +10,7 @@ unit-tested directly. Facts behind each variable (NVIDIA/nccl docs/userguide env
 * ``NCCL_IB_HCA``: ``=`` makes every entry an exact device name (without it ``mlx5_1`` also
   matches ``mlx5_10``..``mlx5_19``); entries are ``<hca>:<port>``; at most 32 HCAs.
 * ``NCCL_IB_TC``: the full 8-bit traffic class, the fabric's ``roce_tos`` (DSCP << 2 | ECN
-  bits, resolved once by the plan: _intent_rules.tos_for).
+  bits, resolved once by the plan: intent.network_rules.tos_for).
 * ``NCCL_IB_GID_INDEX``: from NCCL 2.21 on, ``-1`` (the default) picks the RoCE v2 IPv4 GID by
   itself and NVIDIA advises against setting it; older releases need the show_gids index.
 * ``NCCL_SOCKET_IFNAME``: prefixes, ``=`` for an exact name, ``^`` to exclude.

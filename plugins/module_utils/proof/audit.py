@@ -30,6 +30,7 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import cuf
 from ansible_collections.gpufabric.rollout.plugins.module_utils.discover import gpudirect as _gpudirect
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import nccl as _nccl
 from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import gates as _gates
+from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import hardware_checks as _hardware_checks
 from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import readback as _readback
 from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import verdict as _verdict
 
@@ -151,7 +152,10 @@ def discovery(node: str, topo: Mapping[str, Any], service_mgr: Optional[str]) ->
 
 # --------------------------------------------------------------------------------------------- PCIe
 def pcie(node: str, topo: Mapping[str, Any], cmdline: Optional[str]) -> List[Finding]:
-    out = [_from_check("pcie", c, "fail", "reseat or check the slot and BIOS") for c in _gates.link_checks(node, topo)]
+    out = [
+        _from_check("pcie", c, "fail", "reseat or check the slot and BIOS")
+        for c in _hardware_checks.link_checks(node, topo)
+    ]
     if not out:
         out.append(finding("pcie", node, "links", "n/a", "PCIe link at maximum", "no link figures were read"))
     mode = _readback.iommu_mode(topo.get("iommu") or {}, cmdline)

@@ -6,7 +6,8 @@ and one check record per measured thing.
 Every check is a dict ``{id, category, node, subject, name, measured, expected, threshold,
 fraction, unit, passed, detail}``; ``threshold = expected x fraction`` and ``passed`` is
 ``measured >= threshold`` (or an exact condition for the link and correctness checks, where
-``expected``/``threshold`` carry the wanted value). Expected figures:
+``expected``/``threshold`` carry the wanted value). Expected figures (computed in
+``proof.gate_figures``; the checks of a node's own GPUs and links are ``proof.hardware_checks``):
 
 * RDMA (perftest): the port's link rate from ``gpufabric_topology`` (``ports[].rate_gbps``), Gb/s.
 * NCCL across nodes: ring bound of nccl-tests doc/PERFORMANCE.md, the sum over rails of the
@@ -26,7 +27,13 @@ Pure Python (>= 3.8), no Ansible imports; ``GateError`` is the only exception fo
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any, Dict, List, Optional
+
+from ansible_collections.gpufabric.rollout.plugins.module_utils.proof.gate_figures import (
+    nic_by_device,
+    nic_rate_gbps,
+    pcie_gbs,
+)
 
 DEFAULT_GATES: Dict[str, float] = {
     "rdma_fraction": 0.9,
@@ -38,28 +45,6 @@ DEFAULT_GATES: Dict[str, float] = {
     "hbm_fraction": 0.8,
     "nvlink_fraction": 0.75,
 }
-# HBM bandwidth in GB/s by PCI device id (vendor datasheets), with a fallback by model name.
-HBM_GBS_BY_DEVICE = {
-    "20b0": 1555.0,  # A100 SXM4 40GB
-    "20b2": 2039.0,  # A100 SXM4 80GB
-    "20b5": 1935.0,  # A100 PCIe 80GB
-    "20f1": 1555.0,  # A100 PCIe 40GB
-    "2330": 3350.0,  # H100 SXM5 80GB
-    "2331": 2000.0,  # H100 PCIe
-    "2321": 3900.0,  # H100 NVL
-    "2335": 4800.0,  # H200 SXM 141GB
-    "233b": 4800.0,  # H200 NVL
-    "2342": 4000.0,  # GH200 (96 GB HBM3)
-    "2348": 4900.0,  # GH200 (144 GB HBM3e)
-    "26b9": 864.0,  # L40S (GDDR6)
-    "26b5": 864.0,  # L40
-    "27b8": 300.0,  # L4
-    "2901": 8000.0,  # B200
-}
-HBM_GBS_BY_MODEL = {"A100": 2039.0, "H100": 3350.0, "H200": 4800.0, "GH200": 4000.0, "B200": 8000.0, "L40S": 864.0}
-# NVLink per GPU by compute capability: (links, GB/s per link per direction).
-NVLINK_BY_SM = {80: (12, 25.0), 90: (18, 25.0), 100: (18, 50.0)}
-GPU_NAME_TO_MODEL = (("GH200", "GH200"), ("H200", "H200"), ("H100", "H100"), ("A100", "A100"), ("B200", "B200"))
 
 
 class GateError(ValueError):
@@ -80,34 +65,6 @@ def gates(overrides: Optional[Dict[str, Any]] = None) -> Dict[str, float]:
     return out
 
 
-def pcie_gbs(speed_gts: Optional[float], width: Optional[int]) -> Optional[float]:
-    """Raw per-direction PCIe bandwidth in GB/s of a link (None when either value is unknown)."""
-    if not speed_gts or not width:
-        return None
-    encoding = 8 / 10 if speed_gts < 8 else 128 / 130
-    return speed_gts * width * encoding / 8
-
-
-def hbm_gbs(gpu: Dict[str, Any]) -> Optional[float]:
-    """Datasheet memory bandwidth of a GPU from its topology facts (device id, then model)."""
-    return HBM_GBS_BY_DEVICE.get(str(gpu.get("device_id") or "")) or HBM_GBS_BY_MODEL.get(str(gpu.get("model") or ""))
-
-
-def nvlink_gbs(topology: Dict[str, Any]) -> Optional[float]:
-    """Per-GPU NVLink bandwidth per direction of a node, from the NVLink counts in its facts: the
-    lowest over its GPUs of min(sum over peers, the GPU's link count) x per-link rate. With
-    NVSwitches every pair shows the GPU's full count (NV18), so the cap keeps it per GPU."""
-    counts = (topology.get("paths") or {}).get("nvlink") or {}
-    sm_by_name = {g.get("name"): g.get("sm") for g in topology.get("gpus") or []}
-    per_gpu = []
-    for name, peers in counts.items():
-        links, rate = NVLINK_BY_SM.get(sm_by_name.get(name) or 0, (None, None))
-        if not links or not peers:
-            continue
-        per_gpu.append(min(sum(int(v) for v in peers.values()), links) * rate)
-    return min(per_gpu) if per_gpu else None
-
-
 def _check(category: str, node: str, subject: str, name: str, **kw: Any) -> Dict[str, Any]:
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{category}.{node}.{subject}.{name}").strip("-")
     out = {"id": slug, "category": category, "node": node, "subject": subject, "name": name}
@@ -126,19 +83,6 @@ def _ratio_check(category, node, subject, name, measured, expected, fraction, un
     passed = measured is not None and measured >= threshold
     figures = {"measured": measured, "expected": expected, "threshold": threshold, "fraction": fraction}
     return _check(*what, unit=unit, passed=passed, detail=detail, **figures)
-
-
-def nic_by_device(topology: Dict[str, Any], rdma_device: str) -> Optional[Dict[str, Any]]:
-    for nic in topology.get("nics") or []:
-        if nic.get("rdma_device") == rdma_device:
-            return nic
-    return None
-
-
-def nic_rate_gbps(nic: Dict[str, Any]) -> Optional[float]:
-    ports = nic.get("ports") or []
-    rates = [p.get("rate_gbps") for p in ports if p.get("rate_gbps")]
-    return float(rates[0]) if rates else None
 
 
 def _pcie_note(what: str, link: Dict[str, Any], needed_gbps: Optional[float]) -> str:
@@ -170,23 +114,6 @@ def rdma_check(
     return _ratio_check(
         "rdma", node, device, f"{name} {memory} memory", result["bw_avg_gbps"], rate, fraction, "Gb/s", detail
     )
-
-
-def nccl_expected_gbs(topologies: Iterable[Dict[str, Any]], efficiency: float) -> Optional[float]:
-    """Expected all-reduce bus bandwidth across nodes in GB/s: per rail the slowest node's rate."""
-    per_rail: Dict[int, float] = {}
-    seen = False
-    for topo in topologies:
-        seen = True
-        rates: Dict[int, float] = {}
-        for nic in topo.get("nics") or []:
-            if nic.get("role") == "compute" and nic.get("rail") is not None and nic_rate_gbps(nic):
-                rates[nic["rail"]] = nic_rate_gbps(nic) or 0.0
-        for rail in set(per_rail) | set(rates):
-            per_rail[rail] = min(per_rail.get(rail, rates.get(rail, 0.0)), rates.get(rail, 0.0))
-    if not seen or not per_rail or not sum(per_rail.values()):
-        return None
-    return sum(per_rail.values()) / 8 * efficiency
 
 
 def nccl_checks(
@@ -253,178 +180,6 @@ def gds_check(node: str, filesystem: str, result: Dict[str, Any], expected: Opti
         "GB/s",
         detail,
     )
-
-
-def gds_expected_gbs(topology: Dict[str, Any]) -> Optional[float]:
-    """ACTIVE storage NICs' link rates / 8 in GB/s (None without any)."""
-    rates = [
-        nic_rate_gbps(n) or 0
-        for n in topology.get("nics") or []
-        if n.get("role") == "storage" and any("ACTIVE" in str(p.get("state")) for p in n.get("ports") or [])
-    ]
-    return sum(rates) / 8 if sum(rates) else None
-
-
-def _gpu_facts(topology: Dict[str, Any], probe_gpu: Dict[str, Any]) -> Dict[str, Any]:
-    for gpu in topology.get("gpus") or []:
-        if probe_gpu.get("pci_bus_id") and gpu.get("bdf") == probe_gpu["pci_bus_id"]:
-            return gpu
-    gpus = topology.get("gpus") or []
-    index = probe_gpu.get("index")
-    return gpus[index] if isinstance(index, int) and index < len(gpus) else {}
-
-
-def _model_from_name(name: str) -> Optional[str]:
-    for needle, model in GPU_NAME_TO_MODEL:
-        if needle in (name or ""):
-            return model
-    return None
-
-
-def probe_checks(node: str, probe: Dict[str, Any], topology: Dict[str, Any], g: Dict[str, float]) -> List[Dict]:
-    """Gate a GPU probe document (``_gpuprobe.load``) of ``node`` against its topology facts."""
-    checks: List[Dict[str, Any]] = []
-    for gpu in probe.get("gpus") or []:
-        facts = _gpu_facts(topology, gpu)
-        subject = facts.get("name") or f"GPU{gpu.get('index')}"
-        link = facts.get("pcie") or gpu.get("pcie_parsed") or {}
-        raw = pcie_gbs(link.get("max_speed_gts"), link.get("max_width"))
-        where = f"PCIe {link.get('max_speed_gts')} GT/s x{link.get('max_width')} raw {raw:.1f} GB/s" if raw else ""
-        for key, label in (("h2d_gbps", "host to device"), ("d2h_gbps", "device to host")):
-            checks.append(
-                _ratio_check(
-                    "gpu",
-                    node,
-                    subject,
-                    f"{label} copy",
-                    gpu.get(key),
-                    raw,
-                    g["pcie_fraction"],
-                    "GB/s",
-                    f"pinned memory, {where}",
-                )
-            )
-        copy = (gpu.get("device_copy") or {}).get("copy_gbps")
-        merged = dict(facts, model=facts.get("model") or _model_from_name(gpu.get("name", "")))
-        hbm = hbm_gbs(merged)
-        checks.append(
-            _ratio_check(
-                "gpu",
-                node,
-                subject,
-                "device memory copy",
-                copy,
-                hbm,
-                g["hbm_fraction"],
-                "GB/s",
-                f"{gpu.get('name')}, read + write of a device-to-device copy",
-            )
-        )
-    allreduce = probe.get("allreduce") or {}
-    rows = allreduce.get("rows") or []
-    if rows:
-        best = max(rows, key=lambda r: r["busbw_gbps"])
-        limit = nvlink_gbs(topology)
-        plain = allreduce.get("plain") or []
-        detail = f"{allreduce.get('world')} GPUs, best at {best['bytes']} B"
-        if plain:
-            detail += f"; plain PyTorch loop {plain[-1]['busbw_gbps']:.1f} GB/s at {plain[-1]['bytes']} B"
-        checks.append(
-            _ratio_check(
-                "gpu",
-                node,
-                "NVLink",
-                "all-reduce bus bandwidth",
-                best["busbw_gbps"],
-                limit,
-                g["nvlink_fraction"],
-                "GB/s",
-                detail,
-            )
-        )
-        checks.append(
-            _check(
-                "gpu",
-                node,
-                "NVLink",
-                "all-reduce results correct",
-                measured=allreduce.get("correct"),
-                expected=True,
-                threshold=True,
-                unit="",
-                passed=allreduce.get("correct") is True,
-                detail="every rank saw n(n+1)/2",
-            )
-        )
-    return checks
-
-
-def link_checks(node: str, topology: Dict[str, Any]) -> List[Dict[str, Any]]:
-    """Every GPU's and RDMA NIC's PCIe link at its maximum width (and, for NICs, speed): a
-    down-trained link is the commonest silent loss. GPUs lower their link speed when idle, so
-    only their width is judged (as topology_facts' link_degraded warning does). And every rail
-    NIC's port at the rate of the node's fastest rail: a port that came up at half rate passes its
-    own RDMA gate (which is relative to its own rate) but not this one."""
-    checks = []
-    for kind, devices in (("gpu", topology.get("gpus") or []), ("nic", topology.get("nics") or [])):
-        for dev in devices:
-            if kind == "nic" and dev.get("function") == "vf":
-                continue
-            link = dev.get("pcie") or {}
-            if not link.get("max_width"):
-                continue
-            subject = dev.get("name") if kind == "gpu" else dev.get("rdma_device") or dev.get("bdf")
-            want = f"x{link['max_width']}" + ("" if kind == "gpu" else f" {link.get('max_speed_gts')} GT/s")
-            have = f"x{link.get('current_width')}" + ("" if kind == "gpu" else f" {link.get('current_speed_gts')} GT/s")
-            ok = (link.get("current_width") or 0) >= link["max_width"]
-            if kind == "nic" and link.get("max_speed_gts"):
-                ok = ok and (link.get("current_speed_gts") or 0) >= link["max_speed_gts"]
-            checks.append(
-                _check(
-                    "host",
-                    node,
-                    subject,
-                    "PCIe link at maximum",
-                    measured=have,
-                    expected=want,
-                    threshold=want,
-                    unit="",
-                    passed=ok,
-                    detail=dev.get("bdf") or "",
-                )
-            )
-    # A NIC that discovery kept out of the rails for its health (a slower port) is judged as a rail:
-    # the plan may have made it one before its port trained down, and it is missing from NCCL now.
-    kept_out = {x.get("nic"): x for x in topology.get("rails_excluded") or []}
-    rails = [
-        n
-        for n in topology.get("nics") or []
-        if (n.get("role") == "compute" or n.get("rdma_device") in kept_out) and nic_rate_gbps(n)
-    ]
-    fastest = max((nic_rate_gbps(n) or 0.0 for n in rails), default=0.0)
-    for nic in rails:
-        rate = nic_rate_gbps(nic) or 0.0
-        checks.append(
-            _check(
-                "host",
-                node,
-                nic.get("rdma_device") or nic.get("bdf"),
-                "port rate equal to the fastest rail",
-                measured=rate,
-                expected=fastest,
-                threshold=fastest,
-                fraction=None,
-                unit="Gb/s",
-                passed=rate >= fastest,
-                detail=(
-                    f"kept out of the rails ({kept_out[nic.get('rdma_device')].get('state')})"
-                    if nic.get("rdma_device") in kept_out
-                    else f"rail {nic.get('rail')}"
-                )
-                + "; a port that negotiated a lower speed",
-            )
-        )
-    return checks
 
 
 def summary(checks: List[Dict[str, Any]]) -> Dict[str, Any]:

@@ -8,6 +8,8 @@ import pytest
 import yaml
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca as _doca
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca_index as _doca_index
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca_stack as _doca_stack
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CASES = yaml.safe_load((FIXTURES / "cases.yml").read_text())
@@ -82,12 +84,12 @@ def test_profile_packages(case):
 
 @pytest.mark.parametrize(("left", "right", "order"), CASES["version_order"])
 def test_compare_versions_like_dpkg(left, right, order):
-    assert _doca.compare_versions(left, right) == order
-    assert _doca.compare_versions(left=right, right=left) == -order
+    assert _doca_index.compare_versions(left, right) == order
+    assert _doca_index.compare_versions(left=right, right=left) == -order
 
 
 def test_packages_index():
-    index = _doca.parse_packages_index(_text("Packages"))
+    index = _doca_index.parse_packages_index(_text("Packages"))
     assert index["doca-ofed"] == ["2.9.1-0.1.4", "2.9.2-0.1.8"]
     # the continuation line "Version: 9.9.9" inside a Description is not a field
     assert index["doca-roce"] == ["2.9.2-0.1.8"]
@@ -97,31 +99,31 @@ def test_packages_index():
 
 @pytest.mark.parametrize("case", CASES["select_version"], ids=lambda c: "{}={}".format(c["package"], c["wanted"]))
 def test_select_version(case):
-    index = _doca.parse_packages_index(_text("Packages"))
+    index = _doca_index.parse_packages_index(_text("Packages"))
     if "error" in case:
         with pytest.raises(_doca.DocaError) as info:
-            _doca.select_version(index, case["package"], case["wanted"])
+            _doca_index.select_version(index, case["package"], case["wanted"])
         assert case["error"] in str(info.value)
     else:
-        assert _doca.select_version(index, case["package"], case["wanted"]) == case["selected"]
+        assert _doca_index.select_version(index, case["package"], case["wanted"]) == case["selected"]
 
 
 def test_dnf_metadata():
-    assert _doca.primary_location(_text("repodata", "repomd.xml")) == "repodata/2222-primary.xml.gz"
-    index = _doca.parse_primary_xml(_text("repodata", "primary.xml"))
+    assert _doca_index.primary_location(_text("repodata", "repomd.xml")) == "repodata/2222-primary.xml.gz"
+    index = _doca_index.parse_primary_xml(_text("repodata", "primary.xml"))
     assert index["doca-ofed"] == ["2.9.1-0.1.4.el9", "2.9.2-0.1.8.el9"]
     assert index["kmod-iser"] == ["1:24.10-OFED.24.10.2.1.8.1.rhel9u4"]
-    assert _doca.select_version(index, "doca-ofed", "2.9.2") == "2.9.2-0.1.8.el9"
+    assert _doca_index.select_version(index, "doca-ofed", "2.9.2") == "2.9.2-0.1.8.el9"
 
 
 @pytest.mark.parametrize(("name", "expected"), sorted(CASES["ofed_info"].items()))
 def test_ofed_info(name, expected):
-    assert _doca.parse_ofed_info(_text("ofed_info", name)) == expected
+    assert _doca_stack.parse_ofed_info(_text("ofed_info", name)) == expected
 
 
 @pytest.mark.parametrize(("version", "release"), CASES["dkms_release"])
 def test_release_from_dkms_version(version, release):
-    assert _doca.ofed_release_from_dkms_version(version) == release
+    assert _doca_stack.ofed_release_from_dkms_version(version) == release
 
 
 def test_release_matches():
@@ -132,13 +134,13 @@ def test_release_matches():
 
 
 def test_dkms_status_formats():
-    new = _doca.parse_dkms_status(_text("dkms", "dkms3.txt"))
+    new = _doca_stack.parse_dkms_status(_text("dkms", "dkms3.txt"))
     assert [(e["module"], e["version"], e["kernel"], e["state"]) for e in new] == [
         ("mlnx-nfsrdma", "24.10.OFED.24.10.1.1.4.1", "6.8.0-45-generic", "installed"),
         ("mlnx-ofed-kernel", "24.10.OFED.24.10.1.1.4.1", "6.8.0-45-generic", "installed"),
         ("nvidia", "565.57.01", "6.8.0-45-generic", "installed"),
     ]
-    old = _doca.parse_dkms_status(_text("dkms", "dkms2.txt"))
+    old = _doca_stack.parse_dkms_status(_text("dkms", "dkms2.txt"))
     assert old[0] == {
         "module": "mlnx-ofed-kernel",
         "version": "5.8",
@@ -151,7 +153,7 @@ def test_dkms_status_formats():
 
 @pytest.mark.parametrize("case", CASES["detect"], ids=lambda c: c["name"])
 def test_detect_stack(case):
-    stack = _doca.detect_stack(_text("ofed_info", case["ofed_info"]), case["packages"], case["modules"])
+    stack = _doca_stack.detect_stack(_text("ofed_info", case["ofed_info"]), case["packages"], case["modules"])
     for key, value in case["expect"].items():
         assert stack[key] == value, key
     if "pending" in case:
@@ -163,12 +165,12 @@ def test_detect_stack(case):
 
 
 def test_metapackage_depends_give_exact_component_versions():
-    depends = _doca.parse_packages_depends(_text("Packages"))
+    depends = _doca_index.parse_packages_depends(_text("Packages"))
     assert set(depends) == {"doca-ofed", "doca-roce"}
-    pinned = _doca.exact_dependencies(depends["doca-ofed"]["2.9.1-0.1.4"])
+    pinned = _doca_index.exact_dependencies(depends["doca-ofed"]["2.9.1-0.1.4"])
     assert pinned == {
         "mlnx-ofed-kernel-dkms": "24.10.OFED.24.10.1.1.4.1-1",
         "mlnx-ofed-kernel-utils": "24.10.OFED.24.10.1.1.4.1-1",
         "mlnx-tools": "24.10-0.2410068",
     }
-    assert _doca.exact_dependencies("a (>= 1), b:amd64 (= 2.0-1), e") == {"b": "2.0-1"}
+    assert _doca_index.exact_dependencies("a (>= 1), b:amd64 (= 2.0-1), e") == {"b": "2.0-1"}

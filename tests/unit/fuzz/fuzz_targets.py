@@ -28,6 +28,8 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import q
 from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import topology as _topology_parsers
 from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import vlan as _vlan
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca as _doca
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca_index as _doca_index
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca_stack as _doca_stack
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import gpu_operator as _plan_gpu_operator
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import nccl as _nccl
 from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.parse import ParseError, version_numbers
@@ -159,35 +161,41 @@ TARGETS: List[Target] = [
         "nccl_version", _nccl.parse_version, lambda: ["2.27.3", "2.18", "2.19.3-1+cuda12.2"], (_nccl.NcclPlanError,)
     ),
     Target("chart_version", _plan_gpu_operator.chart_numbers, lambda: ["v25.10.0", "24.9.2-rc.1", "25.3"]),
-    # DOCA-OFED (_doca.py): repository indexes and the installed stack
+    # DOCA-OFED (plan.doca_index, plan.doca_stack): repository indexes and the installed stack
     Target(
-        "apt_packages", _doca.parse_packages_index, lambda: files("tests/unit/doca/fixtures/Packages"), (ParseError,)
+        "apt_packages",
+        _doca_index.parse_packages_index,
+        lambda: files("tests/unit/doca/fixtures/Packages"),
+        (ParseError,),
     ),
     Target(
-        "apt_depends", _doca.parse_packages_depends, lambda: files("tests/unit/doca/fixtures/Packages"), (ParseError,)
+        "apt_depends",
+        _doca_index.parse_packages_depends,
+        lambda: files("tests/unit/doca/fixtures/Packages"),
+        (ParseError,),
     ),
     Target(
         "repomd",
-        _doca.primary_location,
+        _doca_index.primary_location,
         lambda: files("tests/unit/doca/fixtures/repodata/repomd.xml"),
         (ParseError, _doca.DocaError),
     ),
     Target(
         "rpm_primary",
-        _doca.parse_primary_xml,
+        _doca_index.parse_primary_xml,
         lambda: files("tests/unit/doca/fixtures/repodata/primary.xml"),
         (ParseError,),
     ),
-    Target("ofed_info", _doca.parse_ofed_info, lambda: files("tests/unit/doca/fixtures/ofed_info/*.txt")),
-    Target("dkms_status", _doca.parse_dkms_status, lambda: files("tests/unit/doca/fixtures/dkms/*.txt")),
+    Target("ofed_info", _doca_stack.parse_ofed_info, lambda: files("tests/unit/doca/fixtures/ofed_info/*.txt")),
+    Target("dkms_status", _doca_stack.parse_dkms_status, lambda: files("tests/unit/doca/fixtures/dkms/*.txt")),
     Target(
         "package_versions",
-        lambda text: _doca.sort_versions(text.splitlines()),
+        lambda text: _doca_index.sort_versions(text.splitlines()),
         lambda: ["24.10.OFED.24.10.1.1.4.1-1\n2.9.1-0.1.4\n1:2.9.2-0.1.8\n24.10-0.2410068"],
         (ParseError,),
     ),
-    Target("dkms_release", _doca.ofed_release_from_dkms_version, lambda: ["24.10.OFED.24.10.1.1.4.1-1"]),
-    Target("exact_depends", _doca.exact_dependencies, lambda: ["a (= 1.0), b (>= 2), c | d (= 3)"]),
+    Target("dkms_release", _doca_stack.ofed_release_from_dkms_version, lambda: ["24.10.OFED.24.10.1.1.4.1-1"]),
+    Target("exact_depends", _doca_index.exact_dependencies, lambda: ["a (= 1.0), b (>= 2), c | d (= 3)"]),
     # Validation (_perftest.py, _nccltests.py, _gdsio.py, _gpuprobe.py): measurement output read back
     # from the nodes; each refuses unreadable output with its own error, which validate_report turns
     # into a failed check naming the node and the tool

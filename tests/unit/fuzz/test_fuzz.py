@@ -74,7 +74,8 @@ def test_every_parser_module_is_covered():
         "parsers.gdscheck",
         "apply.cufile",
         "plan.nccl",
-        "plan.doca",
+        "plan.doca_index",
+        "plan.doca_stack",
         "shared.parse",  # version_numbers, the one version reader
         "parsers.perftest",
         "parsers.nccltests",

@@ -15,7 +15,8 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import n
 from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import perftest as _perftest
 from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import qos as _qos_parsers
 from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import topology as _topology_parsers
-from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca as _doca
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca_index as _doca_index
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca_stack as _doca_stack
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import gpu_operator as _plan_gpu_operator
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import nccl as _nccl
 from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.parse import ParseError, version_numbers
@@ -92,7 +93,7 @@ def test_parse_error_names_source_line_and_number():
         (version_numbers, f"{HUGE}.1", ()),  # was ValueError
         (version_numbers, f"2.{HUGE}", ()),  # was ValueError
         (_plan_gpu_operator.chart_numbers, f"25.{HUGE}.1", ()),
-        (_doca.parse_dkms_status, ",,: installed\n", []),
+        (_doca_stack.parse_dkms_status, ",,: installed\n", []),
     ],
 )
 def test_absent_value_instead_of_a_crash(func, value, want):
@@ -142,13 +143,13 @@ def test_nccl_version_with_huge_numbers_is_refused_by_name():
 )
 def test_package_versions_malformed(versions, message):
     with pytest.raises(ParseError, match=message):
-        _doca.sort_versions(versions)
+        _doca_index.sort_versions(versions)
 
 
 def test_xml_with_text_it_cannot_encode_is_a_parse_error():
     """A lone surrogate (undecodable bytes read with surrogateescape) made ElementTree raise UnicodeEncodeError."""
     with pytest.raises(ParseError, match=r"repomd\.xml is not well-formed XML"):
-        _doca.primary_location("<repomd>\udcff</repomd>")
+        _doca_index.primary_location("<repomd>\udcff</repomd>")
 
 
 # The validation parsers (merged in later) read measurement output; each refuses with its own error,

@@ -21,7 +21,7 @@ from ansible_collections.gpufabric.rollout.plugins.action.plan import (
 )
 from ansible_collections.gpufabric.rollout.plugins.module_utils.intent import check as _intent
 from ansible_collections.gpufabric.rollout.plugins.module_utils.intent import rules as _intent_rules
-from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca as _doca
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca_index as _doca_index
 
 HERE = Path(__file__).resolve().parent
 UNIT = HERE.parent
@@ -138,8 +138,8 @@ def node_facts(node: int = 1, **overrides) -> Dict[str, Any]:
         },
         "doca": {"kind": "inbox"},
         "doca_index": {
-            "packages": _doca.parse_packages_index(packages),
-            "depends": _doca.parse_packages_depends(packages),
+            "packages": _doca_index.parse_packages_index(packages),
+            "depends": _doca_index.parse_packages_depends(packages),
         },
     }
     for key, value in overrides.items():

@@ -11,17 +11,19 @@ from validate_support import degrade, facts
 from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import gpuprobe as _gpuprobe
 from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import nccltests as _nccltests
 from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import perftest as _perftest
+from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import gate_figures as _gate_figures
 from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import gates as _gates
+from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import hardware_checks as _hardware_checks
 
 FIX = Path(__file__).parent / "fixtures"
 G = _gates.gates()
 
 
 def test_pcie_rates():
-    assert _gates.pcie_gbs(32.0, 16) == pytest.approx(63.015, abs=1e-3)
-    assert _gates.pcie_gbs(16.0, 16) == pytest.approx(31.508, abs=1e-3)
-    assert _gates.pcie_gbs(5.0, 8) == pytest.approx(4.0)
-    assert _gates.pcie_gbs(None, 16) is None and _gates.pcie_gbs(32.0, 0) is None
+    assert _gate_figures.pcie_gbs(32.0, 16) == pytest.approx(63.015, abs=1e-3)
+    assert _gate_figures.pcie_gbs(16.0, 16) == pytest.approx(31.508, abs=1e-3)
+    assert _gate_figures.pcie_gbs(5.0, 8) == pytest.approx(4.0)
+    assert _gate_figures.pcie_gbs(None, 16) is None and _gate_figures.pcie_gbs(32.0, 0) is None
 
 
 def test_gates_validate_their_input():
@@ -39,39 +41,39 @@ def test_gates_validate_their_input():
 
 
 def test_hbm_and_nvlink_limits():
-    assert _gates.hbm_gbs({"device_id": "2335", "model": "H200"}) == 4800.0
-    assert _gates.hbm_gbs({"device_id": "ffff", "model": "H100"}) == 3350.0
-    assert _gates.hbm_gbs({"device_id": "ffff", "model": "T4"}) is None
+    assert _gate_figures.hbm_gbs({"device_id": "2335", "model": "H200"}) == 4800.0
+    assert _gate_figures.hbm_gbs({"device_id": "ffff", "model": "H100"}) == 3350.0
+    assert _gate_figures.hbm_gbs({"device_id": "ffff", "model": "T4"}) is None
     two = {
         "gpus": [{"name": "GPU0", "sm": 90}, {"name": "GPU1", "sm": 90}],
         "paths": {"nvlink": {"GPU0": {"GPU1": 18}, "GPU1": {"GPU0": 18}}},
     }
-    assert _gates.nvlink_gbs(two) == 450.0
+    assert _gate_figures.nvlink_gbs(two) == 450.0
     eight = {
         "gpus": [{"name": f"GPU{i}", "sm": 90} for i in range(8)],
         "paths": {"nvlink": {f"GPU{i}": {f"GPU{j}": 18 for j in range(8) if j != i} for i in range(8)}},
     }
-    assert _gates.nvlink_gbs(eight) == 450.0  # NVSwitch: NV18 to every peer is still 18 links per GPU
+    assert _gate_figures.nvlink_gbs(eight) == 450.0  # NVSwitch: NV18 to every peer is still 18 links per GPU
     pairs = {"gpus": [{"name": "GPU0", "sm": 80}], "paths": {"nvlink": {"GPU0": {"GPU1": 4, "GPU2": 4}}}}
-    assert _gates.nvlink_gbs(pairs) == 200.0
-    assert _gates.nvlink_gbs({"paths": {"nvlink": {}}}) is None
+    assert _gate_figures.nvlink_gbs(pairs) == 200.0
+    assert _gate_figures.nvlink_gbs({"paths": {"nvlink": {}}}) is None
 
 
 def test_healthy_node_links_pass_and_a_down_trained_nic_is_named(lab_nodes, tmp_path):
     healthy = facts(lab_nodes["gpu-node-01"])
-    checks = _gates.link_checks("gpu-node-01", healthy)
+    checks = _hardware_checks.link_checks("gpu-node-01", healthy)
     assert len(checks) == 18 + 8 and all(c["passed"] for c in checks)  # 8 GPUs + 10 NICs, 8 rail rates
     import shutil
 
     copy = tmp_path / "node"
     shutil.copytree(lab_nodes["gpu-node-02"], copy, symlinks=True)
     bdf = degrade(copy, "mlx5_3")
-    failed = [c for c in _gates.link_checks("gpu-node-02", facts(copy)) if not c["passed"]]
+    failed = [c for c in _hardware_checks.link_checks("gpu-node-02", facts(copy)) if not c["passed"]]
     assert [(c["node"], c["subject"], c["measured"], c["expected"], c["detail"]) for c in failed] == [
         ("gpu-node-02", "mlx5_3", "x8 32.0 GT/s", "x16 32.0 GT/s", bdf)
     ]
     (copy / "sys/class/infiniband/mlx5_5/ports/1/rate").write_text("200 Gb/sec (4X HDR)\n")
-    failed = [c for c in _gates.link_checks("gpu-node-02", facts(copy)) if not c["passed"]]
+    failed = [c for c in _hardware_checks.link_checks("gpu-node-02", facts(copy)) if not c["passed"]]
     assert [(c["subject"], c["name"], c["measured"], c["expected"]) for c in failed][1:] == [
         ("mlx5_5", "port rate equal to the fastest rail", 200.0, 400.0)
     ]
@@ -94,7 +96,7 @@ def test_rdma_check_against_the_port_rate(lab_nodes):
 
 def test_nccl_expected_and_checks(lab_nodes):
     topos = [facts(lab_nodes[n]) for n in sorted(lab_nodes)]
-    expected = _gates.nccl_expected_gbs(topos, 0.8)
+    expected = _gate_figures.nccl_expected_gbs(topos, 0.8)
     assert expected == pytest.approx(8 * 400 / 8 * 0.8)
     good = _nccltests.parse((FIX / "nccltests/all_reduce_16x_h100_2nodes.txt").read_text())
     checks = _gates.nccl_checks("two nodes", good, expected, G)
@@ -120,20 +122,20 @@ def test_real_h200_probe_passes_the_default_gates_and_a_stricter_pcie_gate_fails
             }
         ]
     }
-    checks = _gates.probe_checks("h200", doc, topo, G)
+    checks = _hardware_checks.probe_checks("h200", doc, topo, G)
     assert [(c["name"], round(c["measured"], 1), round(c["expected"], 1)) for c in checks] == [
         ("host to device copy", 55.5, 63.0),
         ("device to host copy", 55.3, 63.0),
         ("device memory copy", 4273.1, 4800.0),
     ]
     assert all(c["passed"] for c in checks)
-    strict = _gates.probe_checks("h200", doc, topo, _gates.gates({"pcie_fraction": 0.9}))
+    strict = _hardware_checks.probe_checks("h200", doc, topo, _gates.gates({"pcie_fraction": 0.9}))
     assert [c["passed"] for c in strict] == [False, False, True]
 
 
 def test_probe_without_topology_uses_its_own_sysfs_link_and_name():
     doc = _gpuprobe.load((FIX / "gpu_probe/h200x1-2026-12-01-repeat.json").read_text())
-    checks = _gates.probe_checks("h200", doc, {}, G)
+    checks = _hardware_checks.probe_checks("h200", doc, {}, G)
     assert [c["expected"] for c in checks] == [pytest.approx(63.015, abs=1e-3)] * 2 + [4800.0]
 
 
@@ -149,7 +151,7 @@ def test_probe_allreduce_gate_uses_nvlink_limit():
         "gpus": [{"name": "GPU0", "sm": 90, "bdf": "0000:00:06.0"}, {"name": "GPU1", "sm": 90}],
         "paths": {"nvlink": {"GPU0": {"GPU1": 18}, "GPU1": {"GPU0": 18}}},
     }
-    checks = [c for c in _gates.probe_checks("x2", _gpuprobe.load(doc), topo, G) if c["subject"] == "NVLink"]
+    checks = [c for c in _hardware_checks.probe_checks("x2", _gpuprobe.load(doc), topo, G) if c["subject"] == "NVLink"]
     assert (checks[0]["measured"], checks[0]["expected"], checks[0]["threshold"]) == (350.0, 450.0, 337.5)
     assert checks[0]["passed"] and "plain PyTorch loop 345.0 GB/s" in checks[0]["detail"]
     assert checks[1]["passed"]
@@ -157,4 +159,4 @@ def test_probe_allreduce_gate_uses_nvlink_limit():
 
 def test_gds_expected_from_active_storage_nics(lab_nodes):
     topo = facts(lab_nodes["gpu-node-01"])
-    assert _gates.gds_expected_gbs(topo) == 50.0  # one ACTIVE 400 Gb/s storage NIC; the other is unplugged
+    assert _gate_figures.gds_expected_gbs(topo) == 50.0  # one ACTIVE 400 Gb/s storage NIC; the other is unplugged

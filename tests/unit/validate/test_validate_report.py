@@ -10,6 +10,7 @@ from browser import run_script
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import gpuprobe as _gpuprobe
 from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import gates as _gates
+from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import hardware_checks as _hardware_checks
 from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import plots as _plots
 from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import report as _validate_report
 from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import report_html as _report_html
@@ -48,7 +49,7 @@ def sample():
         _gates._ratio_check("gds", "gpu-node-01", "/mnt/weka", "gdsio read", 45.0, 50.0, 0.8, "GB/s"),
     ]
     doc = _gpuprobe.load((FIX / "gpu_probe/h200x1-2026-12-01.json").read_text())
-    checks += _gates.probe_checks("h200", doc, {}, g)
+    checks += _hardware_checks.probe_checks("h200", doc, {}, g)
     series = {
         "nccl": [
             {

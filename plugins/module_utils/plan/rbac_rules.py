@@ -1,0 +1,148 @@
+# Copyright: (c) 2026, gpufabric.rollout contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The grants of the rollout identity's RBAC (plan/rbac.py renders them): the names and APIs, the
+CRDs the collection installs, the cluster-wide rules, the rules per Helm release and per namespaced
+concern (validate, storage, networks, claims), the default inputs, and object metadata.
+
+Pure Python (>= 3.8), no Ansible imports.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional, Tuple
+
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import network_objects as _network_objects
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import storage_csi as _storage_csi
+
+NAME = "gpufabric-rollout"
+PART_OF = {"app.kubernetes.io/part-of": NAME}
+RBAC_API = "rbac.authorization.k8s.io"
+ADMISSION_API = "admissionregistration.k8s.io/v1"
+SUBJECT_KINDS = ("User", "Group", "ServiceAccount")
+# Namespaces every cluster has: bound in, never made here.
+BUILTIN_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+ALL_VERBS = ["get", "list", "create", "patch", "delete"]
+
+# The CRDs the collection installs (network_operator_crds_dir: the network kinds the plan emits;
+# gpu_operator_crds_dir: the GPU Operator's two, plan/gpu_operator.py): the only ones the ClusterRole
+# lets the identity patch (resourceNames) and the gpufabric-rollout-kinds policy lets it create.
+GPU_OPERATOR_CRDS = ("clusterpolicies.nvidia.com", "nvidiadrivers.nvidia.com")
+COLLECTION_CRDS = tuple(_network_objects.CRD_NAMES.values()) + GPU_OPERATOR_CRDS
+
+# What must be cluster-wide (ClusterRole gpufabric-rollout). The patch of CRDs by name follows the
+# first rule (``manifest``: the names come from the inputs).
+CLUSTER_RULES: Tuple[Dict[str, Any], ...] = (
+    # The CRDs the collection installs: read, created, and patched by name only. RBAC cannot narrow
+    # `create` by name (the gpufabric-rollout-kinds admission policy admits only those names); every
+    # role waits for its CRDs to be Established (get).
+    {"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"], "verbs": ["get", "create"]},
+    # Node labels (network_operator, gpu_operator, rdma_networks, storage_csi); cordon, uncordon and
+    # the maintenance annotations (node_maintenance); the upgrade's plan lists the Nodes to find
+    # those a failed run left cordoned.
+    {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "patch"]},
+    # The namespaces of pools, NADs and NCCL ConfigMaps (rdma_networks), of the storage claims
+    # (storage_csi), and the operator's (Helm's --create-namespace, network_operator): read, and
+    # created when missing; never patched (an existing namespace is left as it is). The
+    # gpufabric-rollout-kinds policy refuses Pod Security labels on a namespace this identity creates.
+    {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "create"]},
+    # The drain (node_maintenance): the node's Pods in every namespace (RBAC cannot narrow a list by
+    # field selector), evicted through the eviction API, which honours PodDisruptionBudgets; then
+    # watched until gone; the budgets read to name what blocks.
+    {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]},
+    {"apiGroups": [""], "resources": ["pods/eviction"], "verbs": ["create"]},
+    {"apiGroups": ["policy"], "resources": ["poddisruptionbudgets"], "verbs": ["list"]},
+    # NicClusterPolicy / NicNodePolicies (network_operator). Every kind below is also listed by the
+    # labels of what the collection made, and deleted when it left the plan (pruning).
+    {"apiGroups": ["mellanox.com"], "resources": ["nicclusterpolicies", "nicnodepolicies"], "verbs": ALL_VERBS},
+    # Per-rail IP pools (rdma_networks, nv-ipam).
+    {"apiGroups": ["nv-ipam.nvidia.com"], "resources": ["ippools", "cidrpools"], "verbs": ALL_VERBS},
+    # Per-rail NetworkAttachmentDefinitions (rdma_networks).
+    {"apiGroups": ["k8s.cni.cncf.io"], "resources": ["network-attachment-definitions"], "verbs": ALL_VERBS},
+    # The ClusterPolicy the GPU Operator chart renders (Helm, gpu_operator) and the NVIDIADrivers the
+    # role applies, lists by its label and prunes.
+    {"apiGroups": ["nvidia.com"], "resources": ["clusterpolicies"], "verbs": ["get", "create", "patch", "delete"]},
+    {"apiGroups": ["nvidia.com"], "resources": ["nvidiadrivers"], "verbs": ALL_VERBS},
+    # The SR-IOV path (sriov_networks).
+    {
+        "apiGroups": ["sriovnetwork.openshift.io"],
+        "resources": ["sriovnetworknodepolicies", "sriovnetworks", "sriovnetworkpoolconfigs"],
+        "verbs": ALL_VERBS,
+    },
+    # The filesystems' StorageClasses and static PersistentVolumes, and the IBM Storage Scale
+    # CSIScaleOperator (storage_csi), listed by their labels and deleted when they left the plan.
+    # Their names come from gpufabric_storage, so RBAC names none of them: the
+    # gpufabric-rollout-owned policy admits writes and deletes by this identity only on objects that
+    # carry the collection's label, and gpufabric-rollout-kinds only CSI volumes and StorageClasses of
+    # the collection's drivers (no hostPath). The CSI drivers themselves are installed by an
+    # administrator (storage_csi_install_drivers: false).
+    {"apiGroups": ["storage.k8s.io"], "resources": ["storageclasses"], "verbs": ALL_VERBS},
+    {"apiGroups": [""], "resources": ["persistentvolumes"], "verbs": ALL_VERBS},
+    {"apiGroups": ["csi.ibm.com"], "resources": ["csiscaleoperators"], "verbs": ALL_VERBS},
+)
+
+# The Helm release of each operator chart, in the operator's namespace only: Helm keeps each
+# release revision in a Secret there; and the namespaced objects of the chart as the lab's stand-in
+# charts have them (network_operator: a ServiceAccount, a ConfigMap, the operator's Deployment;
+# gpu_operator: two ServiceAccounts and the operator's Deployment, its ClusterPolicy and NVIDIADriver
+# granted cluster-wide). The real charts install more, cluster-scoped RBAC among it, which
+# Kubernetes lets only an identity create that holds every permission it grants (or
+# `bind`/`escalate`), in practice an administrator: see docs/rbac/README.md.
+_HELM_SECRETS = {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "create", "update", "delete"]}
+_CHART_VERBS = ["get", "create", "patch", "delete"]
+HELM_RULES: Dict[str, Tuple[Dict[str, Any], ...]] = {
+    "network_operator": (
+        _HELM_SECRETS,
+        {"apiGroups": [""], "resources": ["serviceaccounts", "configmaps"], "verbs": _CHART_VERBS},
+        {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": _CHART_VERBS},
+    ),
+    "gpu_operator": (
+        _HELM_SECRETS,
+        {"apiGroups": [""], "resources": ["serviceaccounts"], "verbs": _CHART_VERBS},
+        {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": _CHART_VERBS},
+        # Readiness read-back of the operands when the ClusterPolicy is not ready.
+        {"apiGroups": ["apps"], "resources": ["daemonsets"], "verbs": ["list"]},
+    ),
+}
+# NCCL across the nodes in Pods (validate): one Job per node group with its headless Service and the
+# Secret of the run's SSH key pair, applied, read (where the Pods ran, the launcher Pod's log) and
+# deleted, in validate_namespace only: a namespace of their own, apart from the NADs' (the Pods
+# attach the NADs across namespaces and carry the NCCL environment inline, proof/jobs.py).
+VALIDATE_RULES: Tuple[Dict[str, Any], ...] = (
+    {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "create", "patch", "delete"]},
+    {"apiGroups": [""], "resources": ["services", "secrets"], "verbs": ["get", "create", "patch", "delete"]},
+    {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
+    {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]},
+)
+# The StorageClasses' mount-options Secrets (storage_csi), which the NFS driver reads when it
+# deletes a volume, listed by their labels in these namespaces only and deleted when they left the plan.
+STORAGE_RULES: Tuple[Dict[str, Any], ...] = ({"apiGroups": [""], "resources": ["secrets"], "verbs": ALL_VERBS},)
+# The NCCL environment ConfigMaps per node group (rdma_networks), in the NADs' namespace; listed by
+# their labels there only, and deleted when they left the plan. A ClusterRole bound by a
+# RoleBinding in that namespace only (never cluster-wide).
+NETWORKS_RULES: Tuple[Dict[str, Any], ...] = ({"apiGroups": [""], "resources": ["configmaps"], "verbs": ALL_VERBS},)
+# The static volumes' claims (storage_csi), in the namespaces gpufabric_storage names for them;
+# listed by their labels there only, and deleted when they left the plan and no Pod uses them.
+CLAIMS_RULES: Tuple[Dict[str, Any], ...] = (
+    {"apiGroups": [""], "resources": ["persistentvolumeclaims"], "verbs": ALL_VERBS},
+)
+
+# The default plan: the namespaces every role uses unless the inventory names others.
+DEFAULT_INPUTS: Dict[str, Any] = {
+    "subject": {"kind": "User", "name": NAME},
+    "operator_namespaces": {"network_operator": "nvidia-network-operator", "gpu_operator": "gpu-operator"},
+    "nad_namespaces": ["default"],
+    "validate_namespaces": ["gpufabric-validation"],
+    "secret_namespaces": ["csi-driver-nfs"],
+    "claim_namespaces": [_storage_csi.CLAIM_NAMESPACE],
+    "crds": list(COLLECTION_CRDS),
+    # validate_nccl_image (roles/validate/defaults/main.yml); None: the caller must give it
+    "job_image": None,
+}
+
+
+def _meta(name: str, namespace: Optional[str] = None) -> Dict[str, Any]:
+    meta: Dict[str, Any] = {"name": name}
+    if namespace:
+        meta["namespace"] = namespace
+    meta["labels"] = dict(PART_OF)
+    return meta
