@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from typing import Dict, Optional, Tuple
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils.storage import gpfs, lustre, nfs, nvmeof, weka
+from ansible_collections.gpufabric.rollout.plugins.module_utils.storage import beegfs, gpfs, lustre, nfs, nvmeof, weka
 from ansible_collections.gpufabric.rollout.plugins.module_utils.storage.base import StorageBackend
 
 # In the order the intent's checks go through them.
 REGISTRY: Dict[str, StorageBackend] = {
-    b.name: b for b in (nfs.BACKEND, lustre.BACKEND, nvmeof.BACKEND, weka.BACKEND, gpfs.BACKEND)
+    b.name: b for b in (nfs.BACKEND, lustre.BACKEND, nvmeof.BACKEND, weka.BACKEND, gpfs.BACKEND, beegfs.BACKEND)
 }
 NAMES: Tuple[str, ...] = tuple(REGISTRY)
 
