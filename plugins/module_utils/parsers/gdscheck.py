@@ -81,7 +81,7 @@ def _modes(value: str) -> Optional[List[str]]:
 
 
 def filesystem_support(facts: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
-    """Per storage backend (nfs, lustre, nvmeof, weka, gpfs): the DRIVER CONFIGURATION line gdscheck printed
+    """Per storage backend (module_utils/storage): the DRIVER CONFIGURATION line gdscheck printed
     for it (label, supported, modes), the newest label first; backends it printed nothing for are left out."""
     out: Dict[str, Dict[str, Any]] = {}
     drivers = facts.get("drivers") or {}

@@ -21,18 +21,11 @@ Pure Python (>= 3.8), no Ansible imports.
 
 from __future__ import annotations
 
-import re
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.storage import DHCHAP_KEYS, storage_pods
+from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.storage import storage_pods
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca as _doca
-from ansible_collections.gpufabric.rollout.plugins.module_utils.shared import storage_backends as B
-
-SHA256_RE = re.compile(r"[0-9a-fA-F]{64}")
-# NVMe-oF files of storage_client: the connections it makes (now and at boot, by
-# gpufabric-nvmeof-connect) and the DH-HMAC-CHAP secrets, root only.
-NVME_DIR = "/etc/nvme/gpufabric"
-NVME_CONF = f"{NVME_DIR}/connect.conf"
+from ansible_collections.gpufabric.rollout.plugins.module_utils.storage import REGISTRY, backend
 
 
 # --------------------------------------------------------------------------------------------- NICs
@@ -127,92 +120,29 @@ def gds_blocker(
     fs: Mapping[str, Any], values: Mapping[str, Any], doca_plan: Optional[Mapping[str, Any]], doca: Mapping[str, Any]
 ) -> Optional[str]:
     """Why GPUDirect Storage cannot run on this filesystem on this node, or None."""
-    backend = fs["backend"]
+    name = fs["backend"]
     mode = values.get("gpudirect_storage_mode") or "nvidia_fs"
+    component = backend(name).doca_component
     if not values.get("gpufabric_gds_enabled"):
         return "gpufabric_gds_enabled is false"
     if fs.get("transport", "rdma") != "rdma":
         return f"transport {fs.get('transport')} (GPUDirect Storage needs RDMA)"
     if mode == "compat":
         return "gpudirect_storage_mode is compat (POSIX I/O only)"
-    if mode == "p2pdma" and backend != "nvmeof":
-        return f"gpudirect_storage_mode p2pdma serves NVMe and NVMe-oF only, not {backend} (nvidia_fs does)"
-    if mode == "nvidia_fs" and backend in B.DOCA_COMPONENT:
-        component, dkms = B.DOCA_COMPONENT[backend]
-        if not _doca_has(component, dkms, doca_plan, doca):
-            return (
-                f"nvidia-fs needs DOCA-OFED's {dkms} kernel modules for {backend} over RDMA, and they are neither "
-                f"installed nor planned; add {component} to doca_ofed_storage_components"
-            )
+    if mode == "p2pdma" and backend(name).host_mount:
+        return f"gpudirect_storage_mode p2pdma serves NVMe and NVMe-oF only, not {name} (nvidia_fs does)"
+    if mode == "nvidia_fs" and component and not _doca_has(component[0], component[1], doca_plan, doca):
+        return (
+            f"nvidia-fs needs DOCA-OFED's {component[1]} kernel modules for {name} over RDMA, and they are neither "
+            f"installed nor planned; add {component[0]} to doca_ofed_storage_components"
+        )
     return None
 
 
-# --------------------------------------------------------------------------------------------- per backend
-def _nfs(fs: Mapping[str, Any], port: int) -> Dict[str, Any]:
-    nfs = fs.get("nfs") or {}
-    version = str(nfs.get("version") or "4.1")
-    opts = [f"vers={version}", f"proto={'rdma' if fs['transport'] == 'rdma' else 'tcp'}", f"port={port}"]
-    if nfs.get("nconnect"):
-        opts.append(f"nconnect={nfs['nconnect']}")
-    expect = {"proto": fs["transport"], "port": str(port), "vers": version}
-    if (nfs.get("nconnect") or 1) > 1:
-        expect["nconnect"] = str(nfs["nconnect"])
-    return {
-        "src": f"{fs['servers'][0]}:{fs['export']}",
-        "fstype": B.FSTYPE["nfs"],
-        "options": opts,
-        "host_options": ["_netdev"],
-        "expect_fstype": "nfs" if version == "3" else "nfs4",  # /proc/mounts names NFSv4.x nfs4
-        "expect_options": expect,
-    }
-
-
-def _lustre_net(fs: Mapping[str, Any]) -> str:
-    return str((fs.get("lustre") or {}).get("lnet_network") or ("o2ib" if fs["transport"] == "rdma" else "tcp"))
-
-
-def _lustre(fs: Mapping[str, Any]) -> Dict[str, Any]:
-    net = _lustre_net(fs)
-    nids = [f"{server}@{net}" for server in fs["servers"]]
-    return {
-        "src": ":".join(nids) + f":/{fs['export']}",
-        "fstype": B.FSTYPE["lustre"],
-        "options": [],
-        "host_options": ["_netdev", "x-systemd.requires=lnet.service", "x-systemd.after=lnet.service"],
-        "expect_fstype": B.FSTYPE["lustre"],
-        "expect_options": {},
-        "nids": nids,
-        "lnet_network": net,
-    }
-
-
-def _weka(fs: Mapping[str, Any], nics: List[Dict[str, Any]]) -> Dict[str, Any]:
-    nets = [f"net={n['netdev']}" for n in nics] if fs["transport"] == "rdma" else ["net=udp"]
-    cores = int((fs.get("weka") or {}).get("num_cores") or 1)
-    return {
-        "src": ",".join(fs["servers"]) + f"/{fs['export']}",
-        "fstype": B.FSTYPE["weka"],
-        "options": [*nets, f"num_cores={cores}"],
-        "host_options": [
-            "_netdev",
-            "x-systemd.requires=weka-agent.service",
-            "x-systemd.after=weka-agent.service",
-            "x-systemd.mount-timeout=infinity",
-        ],
-        "expect_fstype": B.FSTYPE["weka"],
-        "expect_options": {},
-    }
-
-
+# --------------------------------------------------------------------------------------------- per filesystem
 def _mount(fs: Mapping[str, Any], nics: List[Dict[str, Any]], port: Optional[int]) -> Optional[Dict[str, Any]]:
-    backend = fs["backend"]
-    if backend == "nfs":
-        mount = _nfs(fs, int(port or 0))
-    elif backend == "lustre":
-        mount = _lustre(fs)
-    elif backend == "weka":
-        mount = _weka(fs, nics)
-    else:
+    mount = backend(fs["backend"]).mount(fs, nics, port)
+    if mount is None:
         return None
     mount["options"] = [*mount["options"], *list(fs.get("mount_options") or [])]
     mount["security_options"] = security_options(fs)
@@ -231,11 +161,10 @@ def _record(fs: Mapping[str, Any], port: Optional[int], mount: Optional[Mapping[
     pods = storage_pods(fs)
     k8s["storage_class"] = k8s.get("storage_class") or f"gpufabric-{fs['name']}"
     k8s["reclaim_policy"] = k8s.get("reclaim_policy") or ("Delete" if pods == "storageclass" else "Retain")
-    if fs["backend"] == "weka":
-        k8s["secret"] = k8s.get("secret") or "csi-wekafs-api-secret"
-    if fs["backend"] == "gpfs":
-        k8s["secret"] = k8s.get("secret") or f"{fs['name']}-gui"
-    return {
+    secret = backend(fs["backend"]).default_secret_name
+    if secret:
+        k8s["secret"] = k8s.get("secret") or secret.format(name=fs["name"])
+    out = {
         "name": fs["name"],
         "backend": fs["backend"],
         "transport": fs["transport"],
@@ -245,47 +174,16 @@ def _record(fs: Mapping[str, Any], port: Optional[int], mount: Optional[Mapping[
         "pods": pods,
         "mount_point": fs.get("mount_point") or None,
         "mount_options": list((mount or {}).get("options") or []),
-        "lustre": {"nids": list((mount or {}).get("nids") or [])} if fs["backend"] == "lustre" else None,
-        "nvmeof": _public(fs.get("nvmeof")) if fs["backend"] == "nvmeof" else None,
-        "gpfs": dict(fs.get("gpfs") or {}) if fs["backend"] == "gpfs" else None,
-        "k8s": k8s,
     }
-
-
-def _public(nvmeof: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
-    """The NVMe-oF settings without the DH-HMAC-CHAP secrets (the record is stored and compared)."""
-    return {k: v for k, v in (nvmeof or {}).items() if k not in DHCHAP_KEYS}
-
-
-def _dhchap_files(name: str, nvmeof: Mapping[str, Any]) -> Dict[str, Optional[str]]:
-    """Where storage_client keeps each secret the entry gives (0600, root); None for one it does not give."""
-    return {key: (f"{NVME_DIR}/{name}.{key.replace('_', '-')}" if nvmeof.get(key) else None) for key in DHCHAP_KEYS}
-
-
-def nvme_conf(connections: List[Mapping[str, Any]]) -> str:
-    """The connections file gpufabric-nvmeof-connect reads: one path per line, '-' for none:
-    NQN TRANSPORT TRADDR TRSVCID HOST_TRADDR HOST_SECRET_FILE CTRL_SECRET_FILE."""
-    lines = ["# Managed by Ansible (gpufabric.rollout storage_client): the planned NVMe-oF paths, nothing else."]
-    for c in connections:
-        fields = [c["nqn"], c["transport"], c["traddr"], c["trsvcid"], c.get("host_traddr")]
-        fields += [c["dhchap_files"].get(key) for key in DHCHAP_KEYS]
-        lines.append(" ".join(str(f) if f else "-" for f in fields))
-    return "\n".join(lines) + "\n"
+    # each backend's own part, None on the other backends' filesystems
+    for other in REGISTRY.values():
+        if other.record_key:
+            out[other.record_key] = other.record_part(fs, mount) if other.name == fs["backend"] else None
+    out["k8s"] = k8s
+    return out
 
 
 # --------------------------------------------------------------------------------------------- node-wide
-def lnet_conf(networks: List[Mapping[str, Any]]) -> str:
-    """/etc/lnet.conf for ``lnetctl import`` (the layout of ``lnetctl export --backup``): one NI per interface."""
-    lines = ["net:"]
-    for net in networks:
-        lines.append(f"    - net type: {net['net']}")
-        lines.append("      local NI(s):")
-        for netdev in net["interfaces"]:
-            lines.append("        - interfaces:")
-            lines.append(f"              0: {netdev}")
-    return "\n".join(lines) + "\n"
-
-
 def _unique(items: List[Any]) -> List[Any]:
     out: List[Any] = []
     for item in items:
@@ -322,7 +220,7 @@ def storage_section(
         gds = bool(fs.get("gds", True) is not False and blocker is None)
         if blocker and fs.get("gds") is None and values.get("gpufabric_gds_enabled"):
             notes.append(f"GDS off on {fs.get('name')}: {blocker}")
-        port = fs.get("port") or B.PORTS.get((fs["backend"], fs["transport"]))
+        port = fs.get("port") or backend(fs["backend"]).ports.get(fs["transport"])
         # Without a host mount the source and options still feed the CSI objects.
         mount = _mount(fs, nics, port)
         entry: Dict[str, Any] = {
@@ -338,23 +236,7 @@ def storage_section(
             "mount": mount if fs.get("mount_point") else None,
             "record": _record(fs, port, mount),
         }
-        if fs["backend"] == "lustre" and mount:
-            entry["lustre"] = {"network": mount["lnet_network"], "nids": mount["nids"]}
-        if fs["backend"] == "nvmeof":
-            entry["nvmeof"] = {
-                "nqn": fs["export"],
-                "dhchap_files": _dhchap_files(fs["name"], fs.get("nvmeof") or {}),
-                "transport": fs["transport"],
-                "trsvcid": port,
-                "paths": [
-                    {"traddr": server, "host_traddr": nic.get("ipv4"), "netdev": nic["netdev"]}
-                    for server in fs["servers"]
-                    for nic in (nics or [{"netdev": None, "ipv4": None}])
-                ],
-                "multipath": bool((fs.get("nvmeof") or {}).get("multipath", True)),
-            }
-        if fs["backend"] == "gpfs":
-            entry["gpfs"] = {"device": fs["export"]}
+        entry.update(backend(fs["backend"]).node_entry(fs, nics, port, mount))
         filesystems.append(entry)
     section = _node_wide(filesystems, values, fabric, notes, problems)
     _client_sources(values, section["backends"], problems)
@@ -366,41 +248,26 @@ def _client_sources(values: Mapping[str, Any], backends: List[str], problems: Li
     """The proprietary and out-of-distribution clients come from where the user says; refuse a missing source."""
     if not values.get("storage_client_install", True):
         return
-    needs = {
-        "lustre": ("storage_client_lustre_repo_url", "the Debian repository of the Lustre client packages"),
-        "weka": (
-            "storage_client_weka_installer_url",
-            "the WEKA agent installer (https://BACKEND:14000/dist/v1/install)",
-        ),
-        "gpfs": ("storage_client_gpfs_repo_url", "the Debian repository made from the Storage Scale installer"),
-    }
-    for backend in backends:
-        if backend in needs and not values.get(needs[backend][0]):
-            var, what = needs[backend]
+    for name in backends:
+        source = backend(name).client_source
+        if source and not values.get(source[0]):
+            var, what = source
             problems.append(
-                f"{var}: is empty, and a {backend} filesystem is planned; give {what}, or set "
+                f"{var}: is empty, and a {name} filesystem is planned; give {what}, or set "
                 "storage_client_install: false when the client is already installed"
             )
     # The repositories' keys are trusted only by the fingerprints the user pinned (the vendor's own key).
-    for backend, var in (
-        ("lustre", "storage_client_lustre_repo_key_fingerprints"),
-        ("gpfs", "storage_client_gpfs_repo_key_fingerprints"),
-    ):
-        if backend in backends and values.get(needs[backend][0]) and not values.get(var):
+    planned = [b for b in REGISTRY.values() if b.name in backends]
+    for item in planned:
+        var = item.client_key_var
+        if var and item.client_source and values.get(item.client_source[0]) and not values.get(var):
             problems.append(
-                f"{var}: is empty, and the {backend} client comes from {values.get(needs[backend][0])}; pin the "
+                f"{var}: is empty, and the {item.name} client comes from {values.get(item.client_source[0])}; pin the "
                 "fingerprint of the repository's signing key (allowed: a list of 40-hex-digit fingerprints, as "
                 "gpg --show-keys prints them for the key you verified with the vendor)"
             )
-    # The installer runs as root: it is verified against the digest the user pinned before it runs.
-    if "weka" in backends and values.get("storage_client_weka_installer_url"):
-        digest = values.get("storage_client_weka_installer_sha256")
-        if not (isinstance(digest, str) and SHA256_RE.fullmatch(digest)):
-            problems.append(
-                f"storage_client_weka_installer_sha256: {digest!r} is not a SHA-256 digest; it is required with "
-                "storage_client_weka_installer_url (the installer runs as root, verified first); allowed: 64 "
-                "hexadecimal digits, e.g. the output of sha256sum on the installer the backend serves"
-            )
+    for item in planned:
+        item.client_rules(values, problems)
 
 
 def _node_wide(
@@ -411,89 +278,16 @@ def _node_wide(
     problems: List[str],
 ) -> Dict[str, Any]:
     backends = _unique([fs["backend"] for fs in filesystems])
-    modules = _unique([m for fs in filesystems for m in B.MODULES.get((fs["backend"], fs["transport"]), ())])
-    # LNet: one network per lnet_network, one NI per NIC that serves a Lustre filesystem on it.
-    lnet_nets: Dict[str, List[str]] = {}
-    for fs in filesystems:
-        if fs["backend"] == "lustre":
-            net = fs["lustre"]["network"]
-            lnet_nets.setdefault(net, [])
-            lnet_nets[net] = _unique(lnet_nets[net] + [n["netdev"] for n in fs["nics"]])
-    lnet = None
-    if lnet_nets:
-        networks = [{"net": net, "interfaces": ifs} for net, ifs in lnet_nets.items()]
-        by_netdev = {n["netdev"]: n for fs in filesystems for n in fs["nics"]}
-        for net in networks:
-            net["nids"] = [
-                f"{by_netdev[i]['ipv4']}@{net['net']}" for i in net["interfaces"] if by_netdev[i].get("ipv4")
-            ]
-        lnet = {
-            "networks": networks,
-            "conf": lnet_conf(networks),
-            # ko2iblnd's tos: the RoCE ToS of its RDMA-CM connections, the fabric's lossless class
-            "o2ib_tos": int(fabric["roce_tos"]) if any(n["net"].startswith("o2ib") for n in networks) else None,
-        }
-    nvme = None
-    nvmeof = [fs for fs in filesystems if fs["backend"] == "nvmeof"]
-    if nvmeof:
-        settings = {fs["nvmeof"]["multipath"] for fs in nvmeof}
-        if len(settings) > 1:
-            problems.append(
-                "gpufabric_storage: nvmeof.multipath differs between the NVMe-oF filesystems "
-                f"({', '.join(fs['name'] for fs in nvmeof)}); nvme_core multipath is one setting per node"
-            )
-        # Each planned path is one `nvme connect` of the planned NQN (never connect-all, which attaches every
-        # subsystem a discovery controller offers this host).
-        connections = _unique(
-            [
-                {
-                    "name": fs["name"],
-                    "nqn": fs["nvmeof"]["nqn"],
-                    "transport": fs["transport"],
-                    "traddr": path["traddr"],
-                    "trsvcid": str(fs["nvmeof"]["trsvcid"]),
-                    "host_traddr": path.get("host_traddr"),
-                    "dhchap_files": fs["nvmeof"]["dhchap_files"],
-                }
-                for fs in nvmeof
-                for path in fs["nvmeof"]["paths"]
-            ]
-        )
-        nvme = {
-            "connections": connections,
-            "conf": nvme_conf(connections),
-            "conf_path": NVME_CONF,
-            "dir": NVME_DIR,
-            "secret_files": [
-                {"name": fs["name"], "key": key, "path": path}
-                for fs in nvmeof
-                for key, path in fs["nvmeof"]["dhchap_files"].items()
-                if path
-            ],
-            # A secret no longer given: its file goes.
-            "secret_files_absent": [
-                f"{NVME_DIR}/{fs['name']}.{key.replace('_', '-')}"
-                for fs in nvmeof
-                for key, path in fs["nvmeof"]["dhchap_files"].items()
-                if not path
-            ],
-            "multipath": bool(nvmeof[0]["nvmeof"]["multipath"]),
-        }
-    gpfs = None
-    scale = [fs for fs in filesystems if fs["backend"] == "gpfs"]
-    if scale:
-        rdma = [n for fs in scale if fs["transport"] == "rdma" for n in fs["nics"]]
-        ports = _unique([f"{n['rdma_device']}/{n['port']}" for n in rdma])
-        gpfs = {
-            "verbs_rdma": "enable" if ports else "disable",
-            "verbs_rdma_cm": "enable" if ports else "disable",
-            "verbs_ports": " ".join(ports),
-            "verbs_gpudirect_storage": "enable" if any(fs["gds"] for fs in scale) else "disable",
-            "devices": [fs["gpfs"]["device"] for fs in scale],
-        }
+    modules = _unique([m for fs in filesystems for m in backend(fs["backend"]).modules.get(fs["transport"], ())])
+    # each backend's node-wide settings (LNet networks, NVMe-oF connections, Scale verbs), None where it has none
+    node: Dict[str, Any] = {}
+    for item in REGISTRY.values():
+        if item.node_key:
+            own = [fs for fs in filesystems if fs["backend"] == item.name]
+            node[item.node_key] = item.node_wide(own, fabric, problems)
     cufile: Dict[str, Dict[str, Any]] = {}
     for fs in filesystems:
-        section = B.CUFILE_SECTION.get(fs["backend"])
+        section = backend(fs["backend"]).cufile_section
         if not fs["gds"] or not section or not fs["addresses"]:
             continue
         entry = cufile.setdefault(section, {"rdma_dev_addr_list": []})
@@ -505,9 +299,7 @@ def _node_wide(
         "filesystems": filesystems,
         "backends": backends,
         "modules": modules,
-        "lnet": lnet,
-        "nvme": nvme,
-        "gpfs": gpfs,
+        **node,
         "cufile": cufile,
         "cufile_addresses": gds_addresses,
         "notes": notes,

@@ -36,59 +36,20 @@ import json
 import posixpath
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils.plan.gpu_operator import MANAGED_BY
+from ansible_collections.gpufabric.rollout.plugins.module_utils.storage import REGISTRY, backend, by_csi_rank
+from ansible_collections.gpufabric.rollout.plugins.module_utils.storage.base import fs_label as _fs_label
+from ansible_collections.gpufabric.rollout.plugins.module_utils.storage.base import merge as _merge
+from ansible_collections.gpufabric.rollout.plugins.module_utils.storage.base import meta as _meta
+from ansible_collections.gpufabric.rollout.plugins.module_utils.storage.base import mirrored
 
-DRIVER_NAMES = {
-    "nfs": "nfs.csi.k8s.io",
-    "lustre": "lustre-csi.hpe.com",
-    "weka": "csi.weka.io",
-    "gpfs": "spectrumscale.csi.ibm.com",
-    "nvmeof": "csi.nvmf.com",
-}
+DRIVER_NAMES = {b.name: b.csi_driver for b in by_csi_rank()}
 # The static volumes' claims' namespace unless gpufabric_storage names another (k8s.namespace).
 CLAIM_NAMESPACE = "default"
 # The kinds of custom resources the plan writes, and their CRDs (the CRD's plural is the RBAC resource).
-CRD_NAMES = {"CSIScaleOperator": "csiscaleoperators.csi.ibm.com"}
-# Images the charts and manifests reference by default, so that a mirror can take each one.
-WEKA_IMAGES = {
-    "livenessprobesidecar": "registry.k8s.io/sig-storage/livenessprobe:v2.18.0",
-    "attachersidecar": "registry.k8s.io/sig-storage/csi-attacher:v4.11.0",
-    "provisionersidecar": "registry.k8s.io/sig-storage/csi-provisioner:v6.2.0",
-    "registrarsidecar": "registry.k8s.io/sig-storage/csi-node-driver-registrar:v2.16.0",
-    "resizersidecar": "registry.k8s.io/sig-storage/csi-resizer:v2.1.0",
-    "snapshottersidecar": "registry.k8s.io/sig-storage/csi-snapshotter:v8.5.0",
-    "csidriver": "quay.io/weka.io/csi-wekafs",
-}
-SCALE_IMAGES = {
-    "spectrumScale": "quay.io/ibm-spectrum-scale/ibm-spectrum-scale-csi-driver@sha256:"
-    "b367ac63080cf5f544ff3410817ac6a594ac1b2a4f7936eb0c140b2a108d2514",
-    "snapshotter": "registry.k8s.io/sig-storage/csi-snapshotter@sha256:"
-    "bc7be893ecc3ad524194aa6573b2f5c06cd469bdf21a500ab6c99c2ba1c4d64d",
-    "attacher": "registry.k8s.io/sig-storage/csi-attacher@sha256:"
-    "5aaefc24f315b182233c8b6146077f8c32e274d864cb03c632206e78bd0302da",
-    "provisioner": "registry.k8s.io/sig-storage/csi-provisioner@sha256:"
-    "bb057f866177d5f4139a1527e594499cbe0feeb67b63aaca8679dfdf0a6016f9",
-    "livenessprobe": "registry.k8s.io/sig-storage/livenessprobe@sha256:"
-    "88092d100909918ae0a768956cf78c88bc59cd7232720f7cdbdfb5d2e235001e",
-    "driverRegistrar": "registry.k8s.io/sig-storage/csi-node-driver-registrar@sha256:"
-    "5244abbe87e01b35adeb8bb13882a74785df0c0619f8325c9e950395c3f72a97",
-    "resizer": "registry.k8s.io/sig-storage/csi-resizer@sha256:"
-    "5e7cbb63fd497fa913caa21fee1a69f727c220c6fa83c5f8bb0995e2ad73a474",
-}
-NVMF_PLUGIN_IMAGE = "nvmfplugin:latest"  # what deploy/kubernetes/csi-nvmf-*.yaml reference; built by the user
+CRD_NAMES = {kind: crd for b in REGISTRY.values() for kind, crd in b.crds.items()}
 
 
 # --------------------------------------------------------------------------------------------- images
-def mirrored(image: str, registry: str) -> str:
-    """``image`` pulled from ``registry`` instead: its registry host is replaced (Docker Hub names get one)."""
-    if not registry:
-        return image
-    first, _sep, rest = image.partition("/")
-    if rest and ("." in first or ":" in first or first == "localhost"):
-        return f"{registry.rstrip('/')}/{rest}"
-    return f"{registry.rstrip('/')}/{image}"
-
-
 def rewrite_images(objects: List[Dict[str, Any]], mapping: Mapping[str, str], registry: str) -> List[Dict[str, Any]]:
     """Manifest objects with each container image replaced (``mapping`` first, then the mirror)."""
     out = json.loads(json.dumps(objects))
@@ -128,108 +89,27 @@ def filesystems(nodes: Mapping[str, Mapping[str, Any]]) -> Tuple[List[Dict[str, 
     return [by_name[n] for n in sorted(by_name)], where, problems
 
 
-def _meta(name: str, namespace: Optional[str] = None, labels: Optional[Mapping[str, str]] = None) -> Dict[str, Any]:
-    meta: Dict[str, Any] = {"name": name, "labels": {**MANAGED_BY, **(labels or {})}}
-    if namespace:
-        meta["namespace"] = namespace
-    return meta
-
-
-def _fs_label(fs: Mapping[str, Any], prefix: str) -> Dict[str, str]:
-    """The label that ties an object to its filesystem."""
-    return {f"{prefix}/filesystem": fs["name"]}
-
-
-def _secret_params(name: str, namespace: str, kinds: Tuple[str, ...]) -> Dict[str, str]:
-    out = {}
-    for kind in kinds:
-        out[f"csi.storage.k8s.io/{kind}-secret-name"] = name
-        out[f"csi.storage.k8s.io/{kind}-secret-namespace"] = namespace
-    return out
-
-
 def _storage_class(fs: Mapping[str, Any], drivers: Mapping[str, Any], prefix: str) -> List[Dict[str, Any]]:
     k8s = fs["k8s"]
-    backend = fs["backend"]
     sc: Dict[str, Any] = {
         "apiVersion": "storage.k8s.io/v1",
         "kind": "StorageClass",
         "metadata": _meta(k8s["storage_class"], labels=_fs_label(fs, prefix)),
-        "provisioner": DRIVER_NAMES[backend],
+        "provisioner": DRIVER_NAMES[fs["backend"]],
         "reclaimPolicy": k8s["reclaim_policy"],
         "volumeBindingMode": "Immediate",
     }
-    extra: List[Dict[str, Any]] = []
-    namespace = k8s.get("secret_namespace") or drivers[backend]["namespace"]
-    if backend == "nfs":
-        sc["parameters"] = {"server": fs["servers"][0], "share": fs["export"]}
-        sc["mountOptions"] = list(fs["mount_options"])
-        # DeleteVolume mounts the share without the class's mountOptions; an RDMA-only server needs them (facts §9.6).
-        secret = k8s.get("secret") or f"{k8s['storage_class']}-mount-options"
-        sc["parameters"].update(_secret_params(secret, namespace, ("provisioner",)))
-        if not k8s.get("secret"):
-            extra.append(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Secret",
-                    "metadata": _meta(secret, namespace, _fs_label(fs, prefix)),
-                    "type": "Opaque",
-                    "stringData": {"mountOptions": ",".join(fs["mount_options"])},
-                }
-            )
-        sc["allowVolumeExpansion"] = False
-    elif backend == "weka":
-        sc["parameters"] = {
-            "volumeType": "dir/v1",
-            "filesystemName": fs["export"],
-            "capacityEnforcement": "HARD",
-            **_secret_params(
-                k8s["secret"],
-                namespace,
-                ("provisioner", "controller-publish", "controller-expand", "node-stage", "node-publish"),
-            ),
-        }
-        if fs["mount_options"]:
-            sc["parameters"]["mountOptions"] = ",".join(o for o in fs["mount_options"] if not o.startswith("net="))
-        sc["allowVolumeExpansion"] = True
-    elif backend == "gpfs":
-        sc["parameters"] = {"volBackendFs": fs["export"], "clusterId": str((fs.get("gpfs") or {}).get("cluster_id"))}
-        sc["allowVolumeExpansion"] = True
+    namespace = k8s.get("secret_namespace") or drivers[fs["backend"]]["namespace"]
+    extra = backend(fs["backend"]).storage_class(fs, sc, namespace, prefix)
     return [sc, *extra]
 
 
 def _static(fs: Mapping[str, Any], drivers: Mapping[str, Any], prefix: str) -> List[Dict[str, Any]]:
     k8s = fs["k8s"]
-    backend = fs["backend"]
     name = k8s["storage_class"]
     node_label = f"{prefix}/fs-{fs['name']}"
-    csi: Dict[str, Any] = {"driver": DRIVER_NAMES[backend]}
-    access = ["ReadWriteMany"]
-    mount_options = list(fs["mount_options"])
-    if backend == "nfs":
-        csi["volumeHandle"] = f"{fs['servers'][0]}#{fs['export']}#"
-        csi["volumeAttributes"] = {"server": fs["servers"][0], "share": fs["export"]}
-    elif backend == "lustre":
-        csi["volumeHandle"] = ":".join(fs["lustre"]["nids"]) + f":/{fs['export']}"
-        csi["fsType"] = "lustre"
-    elif backend == "weka":
-        csi["volumeHandle"] = f"weka/v2/{fs['export']}"
-        namespace = k8s.get("secret_namespace") or drivers["weka"]["namespace"]
-        ref = {"name": k8s["secret"], "namespace": namespace}
-        csi["nodePublishSecretRef"] = dict(ref)
-        csi["controllerExpandSecretRef"] = dict(ref)
-        mount_options = [o for o in mount_options if not o.startswith("net=")]
-    elif backend == "nvmeof":
-        access = ["ReadWriteOnce"]
-        mount_options = []
-        csi["volumeHandle"] = f"gpufabric-{fs['name']}"
-        csi["volumeAttributes"] = {
-            "targetTrAddr": ",".join(fs["servers"]),
-            "targetTrPort": str(fs["port"]),
-            "targetTrType": fs["transport"],
-            "nqn": fs["export"],
-            "deviceID": str((fs.get("nvmeof") or {}).get("device_id")),
-        }
+    csi: Dict[str, Any] = {"driver": DRIVER_NAMES[fs["backend"]]}
+    access, mount_options = backend(fs["backend"]).static_csi(fs, csi, drivers)
     pv: Dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "PersistentVolume",
@@ -268,102 +148,32 @@ def _static(fs: Mapping[str, Any], drivers: Mapping[str, Any], prefix: str) -> L
 
 
 # --------------------------------------------------------------------------------------------- drivers
-def _install(backend: str, config: Mapping[str, Any], registry: str, problems: List[str]) -> Dict[str, Any]:
-    var = f"storage_csi_drivers.{backend}"
+def _install(name: str, config: Mapping[str, Any], registry: str, problems: List[str]) -> Dict[str, Any]:
+    var = f"storage_csi_drivers.{name}"
+    item = backend(name)
     install: Dict[str, Any] = {
-        "driver": DRIVER_NAMES[backend],
+        "driver": DRIVER_NAMES[name],
         "namespace": config["namespace"],
         "release_name": config.get("release_name"),
     }
-    if backend in ("gpfs", "nvmeof"):
+    if item.csi_install == "manifest":
         install["kind"] = "manifest"
         install["manifest"] = config.get("manifest") or ""
         if not install["manifest"]:
-            what = (
-                "the IBM Storage Scale CSI operator installer (IBM/ibm-spectrum-scale-csi "
-                "generated/installer/ibm-spectrum-scale-csi-operator.yaml at the release you run, e.g. v3.0.0)"
-                if backend == "gpfs"
-                else "the driver's deploy/kubernetes directory (kubernetes-csi/csi-driver-nvmf at a pinned commit)"
-            )
-            problems.append(f"{var}.manifest: is required for the {backend} CSI driver: the path of {what}")
-        images: Dict[str, str] = {}
-        if backend == "nvmeof":
-            if not config.get("image"):
-                problems.append(
-                    f"{var}.image: is required: kubernetes-csi/csi-driver-nvmf publishes no image; build it "
-                    "(make container) and push it to a registry the nodes pull from"
-                )
-            images[NVMF_PLUGIN_IMAGE] = str(config.get("image") or NVMF_PLUGIN_IMAGE)
-        install["images"] = images
+            what = item.csi_manifest_what
+            problems.append(f"{var}.manifest: is required for the {name} CSI driver: the path of {what}")
+        install["images"] = item.install_images(config, var, problems)
         install["registry"] = registry
         return install
     install["kind"] = "helm"
     for key in ("chart_repo_url", "chart_name", "chart_version", "chart_path", "chart_keyring"):
         install[key] = config.get(key) or ""
     if not install["chart_path"] and not (install["chart_repo_url"] and install["chart_name"]):
-        hint = (
-            " (HewlettPackard/lustre-csi-driver publishes its chart only in its repository: check out tag v0.1.11 "
-            "and give charts/lustre-csi-driver)"
-            if backend == "lustre"
-            else ""
-        )
-        problems.append(f"{var}.chart_path: is empty and chart_repo_url / chart_name are not both set{hint}")
-    values: Dict[str, Any] = {}
-    if backend == "nfs" and registry:
-        values = {"image": {"baseRepo": registry, "nfs": {"repository": f"{registry}/sig-storage/nfsplugin"}}}
-    elif backend == "lustre":
-        image = mirrored("ghcr.io/hewlettpackard/lustre-csi-driver", registry)
-        values = {"deployment": {"image": image, "tag": "0.1.11"}}
-    elif backend == "weka" and registry:
-        values = {"images": {key: mirrored(image, registry) for key, image in WEKA_IMAGES.items()}}
-    install["values"] = _merge(values, config.get("values") or {})
-    return install
-
-
-def _merge(base: Mapping[str, Any], extra: Mapping[str, Any]) -> Dict[str, Any]:
-    out = dict(base)
-    for key, value in (extra or {}).items():
-        both = isinstance(value, Mapping) and isinstance(out.get(key), Mapping)
-        out[key] = _merge(out[key], value) if both else value
-    return out
-
-
-def _scale_cr(fss: List[Mapping[str, Any]], config: Mapping[str, Any], registry: str, label: str, problems: List[str]):
-    clusters = sorted({str((fs.get("gpfs") or {}).get("cluster_id")) for fs in fss})
-    if len(clusters) > 1:
         problems.append(
-            "gpufabric_storage: the gpfs filesystems name {} Scale clusters ({}); one CSIScaleOperator serves one "
-            "local cluster here (remote clusters are not planned)".format(len(clusters), ", ".join(clusters))
+            f"{var}.chart_path: is empty and chart_repo_url / chart_name are not both set{item.csi_chart_hint}"
         )
-    first = fss[0]
-    hosts: List[str] = []
-    for fs in fss:
-        hosts += [h for h in fs["servers"] if h not in hosts]
-    selector = [{"key": label, "value": "true"}]
-    spec: Dict[str, Any] = {
-        "localScaleCluster": clusters[0],
-        "clusters": [
-            {
-                "id": clusters[0],
-                "secrets": first["k8s"]["secret"],
-                "secureSslMode": False,
-                "restApi": [{"guiHost": host} for host in hosts],
-            }
-        ],
-        "pluginNodeSelector": selector,
-        "attacherNodeSelector": selector,
-        "provisionerNodeSelector": selector,
-        "snapshotterNodeSelector": selector,
-        "resizerNodeSelector": selector,
-    }
-    if registry:
-        spec.update({key: mirrored(image, registry) for key, image in SCALE_IMAGES.items()})
-    return {
-        "apiVersion": "csi.ibm.com/v1",
-        "kind": "CSIScaleOperator",
-        "metadata": _meta(config["release_name"], config["namespace"]),
-        "spec": _merge(spec, config.get("values") or {}),
-    }
+    install["values"] = _merge(item.helm_values(registry), config.get("values") or {})
+    return install
 
 
 def kustomization(helm_drivers: List[Mapping[str, Any]], files: List[Mapping[str, Any]]) -> Dict[str, Any]:
@@ -414,7 +224,7 @@ def plan(
         return None
     drivers_cfg = values["storage_csi_drivers"]
     registry = str(values.get("storage_csi_image_registry") or "")
-    backends = [b for b in ("nfs", "lustre", "weka", "gpfs", "nvmeof") if any(fs["backend"] == b for fs in csi)]
+    backends = [b.name for b in by_csi_rank() if any(fs["backend"] == b.name for fs in csi)]
     # Drivers an administrator installs (storage_csi_install_drivers false) need no source here.
     install = bool(values.get("storage_csi_install_drivers", True))
     drivers = {
@@ -428,10 +238,10 @@ def plan(
             objects["storage_classes"] += _storage_class(fs, drivers, label_prefix)
         else:
             objects["volumes"] += _static(fs, drivers, label_prefix)
-    if "gpfs" in drivers:
-        gpfs = [fs for fs in csi if fs["backend"] == "gpfs"]
-        label = f"{label_prefix}/storage-gpfs"
-        objects["operators"].append(_scale_cr(gpfs, drivers_cfg["gpfs"], registry, label, problems))
+    for name in backends:
+        own = [fs for fs in csi if fs["backend"] == name]
+        label = f"{label_prefix}/storage-{name}"
+        objects["operators"] += backend(name).operators(own, drivers_cfg[name], registry, label, problems)
     # Where the Secrets the role writes live, listed there (not in every namespace) to prune those that
     # left the plan: the NFS driver's namespace, which a removed filesystem's Secret most likely used,
     # and the namespace of every planned Secret.

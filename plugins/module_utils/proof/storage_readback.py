@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Mapping, Optional
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils.shared import storage_backends as B
+from ansible_collections.gpufabric.rollout.plugins.module_utils.storage import REGISTRY, backend
 
 _ESCAPE = re.compile(r"\\([0-7]{3})")
 DISCOVERY_NQN = "nqn.2014-08.org.nvmexpress.discovery"
@@ -155,87 +155,11 @@ def _check_mount(fs: Mapping[str, Any], observed: Mapping[str, Any], problems: L
     for flag in plan.get("security_options") or []:
         if flag not in (mount.get("option_list") or []):
             problems.append(f"{fs['mount_point']} is mounted without {flag}, planned {flag}")
-    if fs["backend"] == "weka":
-        # The client's NICs, where the mount shows them (the lab's does; check a real client with weka local resources).
-        nets = [o for o in mount.get("option_list") or [] if o.startswith("net=")]
-        planned = [o for o in plan.get("options") or [] if o.startswith("net=")]
-        if nets and sorted(nets) != sorted(planned):
-            problems.append(f"{fs['mount_point']} uses {', '.join(nets)}, planned {', '.join(planned)}")
-
-
-def _check_lustre(fs: Mapping[str, Any], observed: Mapping[str, Any], problems: List[str]) -> None:
-    nis = observed.get("lnet")
-    if nis is None:
-        problems.append("LNet is not configured (lnetctl net show found no networks)")
-        return
-    up = {ni["nid"] for ni in nis if ni.get("status") == "up"}
-    network = (fs.get("lustre") or {}).get("network", "o2ib")
-    for nic in fs["nics"]:
-        nid = f"{nic.get('ipv4')}@{network}"
-        if nid not in up:
-            problems.append(f"LNet has no NI {nid} up on {nic['netdev']}")
-    for nid in (fs.get("lustre") or {}).get("nids") or []:
-        if not nid.endswith(f"@{network}"):
-            problems.append(f"the MGS NID {nid} is not on LNet network {network}")
+    backend(fs["backend"]).check_mount(fs, mount, problems)
 
 
 def _check_nvmeof(fs: Mapping[str, Any], observed: Mapping[str, Any], problems: List[str]) -> None:
-    plan = fs["nvmeof"]
-    ctrls = [c for c in (observed.get("nvme") or {}).get("controllers") or [] if c.get("subsysnqn") == plan["nqn"]]
-    if not ctrls:
-        problems.append(f"no NVMe-oF controller of subsystem {plan['nqn']} is connected")
-        return
-    for path in plan["paths"]:
-        match = [
-            c
-            for c in ctrls
-            if c["address"].get("traddr") == path["traddr"]
-            and str(c["address"].get("trsvcid")) == str(plan["trsvcid"])
-            and (not path.get("host_traddr") or c["address"].get("host_traddr") == path["host_traddr"])
-        ]
-        where = f"{path['traddr']}:{plan['trsvcid']} from {path.get('host_traddr') or 'any address'}"
-        if not match:
-            problems.append(f"no controller of {plan['nqn']} on {where}")
-        elif match[0].get("transport") != plan["transport"]:
-            got = match[0].get("transport")
-            problems.append(f"the controller on {where} uses transport {got}, planned {plan['transport']}")
-        elif match[0].get("state") != "live":
-            problems.append(f"the controller on {where} is {match[0].get('state')}, not live")
-    want = "Y" if plan["multipath"] else "N"
-    got = ((observed.get("modules") or {}).get("nvme_core") or {}).get("params", {}).get("multipath")
-    if got is not None and got != want:
-        problems.append(
-            f"nvme_core multipath is {got}, planned {want} (a load-time parameter: it takes effect at the next boot)"
-        )
-
-
-def _check_gpfs(
-    fs: Mapping[str, Any], section: Mapping[str, Any], observed: Mapping[str, Any], problems: List[str]
-) -> None:
-    gpfs = observed.get("gpfs") or {}
-    config = gpfs.get("config")
-    if config is None:
-        problems.append("Storage Scale is not configured on this node (mmlsconfig failed)")
-        return
-    plan = section.get("gpfs") or {}
-    for key, attr in (
-        ("verbs_rdma", "verbsRdma"),
-        ("verbs_rdma_cm", "verbsRdmaCm"),
-        ("verbs_ports", "verbsPorts"),
-        ("verbs_gpudirect_storage", "verbsGPUDirectStorage"),
-    ):
-        want = plan.get(key)
-        if want and config.get(attr, "") != want:
-            problems.append(f"Scale {attr} is {config.get(attr) or '(unset)'}, planned {want}")
-    if gpfs.get("state") != "active":
-        problems.append(f"the Scale daemon is {gpfs.get('state') or 'not running'}")
-    device = (fs.get("gpfs") or {}).get("device")
-    mounts = [m for m in observed.get("mounts") or [] if m["fstype"] == B.FSTYPE["gpfs"] and m["source"] == device]
-    if not mounts:
-        problems.append(f"the Scale filesystem {device} is not mounted")
-    elif fs.get("mount_point") and not any(m["target"] == fs["mount_point"] for m in mounts):
-        at = mounts[0]["target"]
-        problems.append(f"the Scale filesystem {device} is mounted at {at}, planned {fs['mount_point']}")
+    REGISTRY["nvmeof"].readback(fs, {}, observed, problems)
 
 
 def _check_gds(fs: Mapping[str, Any], observed: Mapping[str, Any], problems: List[str]) -> None:
@@ -272,12 +196,7 @@ def check(section: Mapping[str, Any], observed: Mapping[str, Any]) -> Dict[str, 
         problems: List[str] = []
         if fs.get("mount"):
             _check_mount(fs, observed, problems)
-        if fs["backend"] == "lustre":
-            _check_lustre(fs, observed, problems)
-        elif fs["backend"] == "nvmeof":
-            _check_nvmeof(fs, observed, problems)
-        elif fs["backend"] == "gpfs":
-            _check_gpfs(fs, section, observed, problems)
+        backend(fs["backend"]).readback(fs, section, observed, problems)
         _check_gds(fs, observed, problems)
         result["filesystems"][fs["name"]] = {"backend": fs["backend"], "ok": not problems, "problems": problems}
     result["warnings"] = unplanned_nvme(section, observed)
@@ -335,7 +254,7 @@ def nvme_missing(section: Mapping[str, Any], observed: Mapping[str, Any]) -> Lis
 
 def gpfs_unmounted(section: Mapping[str, Any], observed: Mapping[str, Any]) -> List[str]:
     """The Storage Scale devices planned on this node that are not mounted."""
-    mounted = {m["source"] for m in observed.get("mounts") or [] if m["fstype"] == B.FSTYPE["gpfs"]}
+    mounted = {m["source"] for m in observed.get("mounts") or [] if m["fstype"] == REGISTRY["gpfs"].fstype}
     return [d for d in ((section.get("gpfs") or {}).get("devices") or []) if d not in mounted]
 
 

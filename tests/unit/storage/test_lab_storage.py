@@ -207,6 +207,7 @@ def test_the_plan_carried_out_reads_back_clean(lab, plan):
         "nvmeof": True,
         "weka": True,
         "gpfs": True,
+        "beegfs": False,  # no BeeGFS filesystem in the lab intent: no beegfs module, no fs.beegfs addresses
     }
     result, observed = readback(lab, plan, gds)
     assert result["problems"] == []
