@@ -27,11 +27,11 @@ def awx_survey(
 
 def awx_workflow_nodes(nodes, templates, organization):
     """[{identifier, stage, success, failure, always}] -> awx.awx.workflow_job_template workflow_nodes."""
-    from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import awx as _awx
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import awx_workflow as _awx_workflow
 
     try:
-        return _awx.workflow_nodes(nodes, templates, organization)
-    except _awx.WorkflowError as exc:
+        return _awx_workflow.workflow_nodes(nodes, templates, organization)
+    except _awx_workflow.WorkflowError as exc:
         raise AnsibleFilterError(f"awx_workflow_nodes: {exc}") from exc
 
 

@@ -11,10 +11,10 @@ from ansible.errors import AnsibleFilterError
 def plan_doca_repo(values, ansible_facts):
     """The DOCA repository URL the plan reads the index of (the same function the plan records)."""
     from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca as _doca
-    from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node as _plan_node
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node_stack as _node_stack
 
     try:
-        return _plan_node.doca_repo(values or {}, ansible_facts or {})
+        return _node_stack.doca_repo(values or {}, ansible_facts or {})
     except _doca.DocaError as exc:
         raise AnsibleFilterError(str(exc)) from exc
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.intent import values as _values
-from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import gpu_operator as _plan_gpu_operator
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import gpu_operator_values as _gpu_operator_values
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import nccl as _nccl
 from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.parse import version_numbers
 
@@ -46,7 +46,7 @@ def test_version_numbers(text, numbers):
 def test_the_stage_readers_take_its_numbers(text):
     assert _nccl.parse_version(text) == (*version_numbers(text), 0, 0)[:3]
     numbers = version_numbers(text)
-    assert _plan_gpu_operator.chart_numbers(text) == (numbers[:3] if len(numbers) >= 3 else ())
+    assert _gpu_operator_values.chart_numbers(text) == (numbers[:3] if len(numbers) >= 3 else ())
     problems = []
     checked = _values.version(problems, "x", text)
     assert checked == (numbers if not problems else None)

@@ -50,11 +50,6 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-# The workflow graphs live in plan.awx_workflow; plugins/filter/awx.py reads these two from here.
-from ansible_collections.gpufabric.rollout.plugins.module_utils.plan.awx_workflow import (  # pylint: disable=unused-import
-    WorkflowError,  # noqa: F401
-    workflow_nodes,  # noqa: F401
-)
 from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.words import got_words
 
 QUESTION_TYPES = ("text", "textarea", "password", "integer", "float", "multiplechoice", "multiselect")

@@ -38,19 +38,14 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.cluster import dns_name, label_value
 
-# The chart values live in plan.gpu_operator_values; the names marked F401 are imported from here
-# by callers (plan.storage_csi: MANAGED_BY; the tests: the chart version and repository helpers).
-from ansible_collections.gpufabric.rollout.plugins.module_utils.plan.gpu_operator_values import (  # pylint: disable=unused-import
+# The chart values live in plan.gpu_operator_values.
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan.gpu_operator_values import (
     DRIVER_VAR,
-    MANAGED_BY,  # noqa: F401
-    chart_numbers,  # noqa: F401
     chart_values,
     check_chart_source,
     check_extra_values,
     deep_merge,
-    local_chart,  # noqa: F401
     nvidia_driver,
-    repository,  # noqa: F401
 )
 
 CLUSTER_POLICY = "cluster-policy"

@@ -28,10 +28,7 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import roce
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import storage as _plan_storage
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import upgrade as _upgrade
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import validate as _plan_validate
-
-# doca_repo: plugins/filter/plan.py reads it from here.
-from ansible_collections.gpufabric.rollout.plugins.module_utils.plan.node_stack import (  # pylint: disable=unused-import
-    doca_repo,  # noqa: F401
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan.node_stack import (
     doca_section,
     gds_section,
     gpudirect_section,

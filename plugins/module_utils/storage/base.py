@@ -19,7 +19,7 @@ import ipaddress
 import re
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils.plan.gpu_operator import MANAGED_BY
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan.gpu_operator_values import MANAGED_BY
 
 _LABEL = r"[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?"
 HOSTNAME_RE = re.compile(rf"^{_LABEL}(\.{_LABEL})*$")

@@ -30,7 +30,7 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import v
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca as _doca
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca_index as _doca_index
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca_stack as _doca_stack
-from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import gpu_operator as _plan_gpu_operator
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import gpu_operator_values as _gpu_operator_values
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import nccl as _nccl
 from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.parse import ParseError, version_numbers
 
@@ -160,7 +160,7 @@ TARGETS: List[Target] = [
     Target(
         "nccl_version", _nccl.parse_version, lambda: ["2.27.3", "2.18", "2.19.3-1+cuda12.2"], (_nccl.NcclPlanError,)
     ),
-    Target("chart_version", _plan_gpu_operator.chart_numbers, lambda: ["v25.10.0", "24.9.2-rc.1", "25.3"]),
+    Target("chart_version", _gpu_operator_values.chart_numbers, lambda: ["v25.10.0", "24.9.2-rc.1", "25.3"]),
     # DOCA-OFED (plan.doca_index, plan.doca_stack): repository indexes and the installed stack
     Target(
         "apt_packages",

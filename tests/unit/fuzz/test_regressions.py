@@ -17,7 +17,7 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import q
 from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import topology as _topology_parsers
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca_index as _doca_index
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca_stack as _doca_stack
-from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import gpu_operator as _plan_gpu_operator
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import gpu_operator_values as _gpu_operator_values
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import nccl as _nccl
 from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.parse import ParseError, version_numbers
 
@@ -92,7 +92,7 @@ def test_parse_error_names_source_line_and_number():
         (_qos_parsers.parse_traffic_class, f"Global tclass={HUGE}", None),  # was ValueError
         (version_numbers, f"{HUGE}.1", ()),  # was ValueError
         (version_numbers, f"2.{HUGE}", ()),  # was ValueError
-        (_plan_gpu_operator.chart_numbers, f"25.{HUGE}.1", ()),
+        (_gpu_operator_values.chart_numbers, f"25.{HUGE}.1", ()),
         (_doca_stack.parse_dkms_status, ",,: installed\n", []),
     ],
 )

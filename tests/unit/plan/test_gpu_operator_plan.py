@@ -22,6 +22,7 @@ from conftest import REPO, UNIT, check, lab_intent, node_facts
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import cluster as _plan_cluster
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import gpu_driver as _plan_gpu_driver
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import gpu_operator as _plan_gpu_operator
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import gpu_operator_values as _gpu_operator_values
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node as _plan_node
 
 sys.path.insert(0, str(UNIT / "cluster"))
@@ -214,7 +215,8 @@ def test_mixed_gpu_generations_get_one_nvidia_driver_per_group(specs, tmp_path):
     for driver in drivers.values():
         assert validate(driver) == "crd"
         assert driver["spec"]["default"] is False and driver["metadata"]["labels"] == dict(
-            _plan_gpu_operator.MANAGED_BY, **{"gpufabric.io/component": "gpu_operator", "gpufabric.io/instance": "lab"}
+            _gpu_operator_values.MANAGED_BY,
+            **{"gpufabric.io/component": "gpu_operator", "gpufabric.io/instance": "lab"},
         )
     hopper, volta = drivers["driver-580-95-05-open-gds"]["spec"], drivers["driver-580-95-05-proprietary-rdma"]["spec"]
     assert (hopper["kernelModuleType"], hopper["gds"]["enabled"], hopper["rdma"]["enabled"]) == ("open", True, False)
@@ -281,8 +283,8 @@ def test_an_image_mirror_keeps_each_upstream_path(specs):
         "image": {"repository": f"{mirror}/nfd/node-feature-discovery"},
         "imagePullSecrets": [{"name": "ngc"}],
     }
-    assert _plan_gpu_operator.repository("validator", (25, 3, 0), mirror) == f"{mirror}/nvidia/cloud-native"
-    assert _plan_gpu_operator.repository("toolkit", (26, 7, 0), "") == "nvcr.io/nvidia/k8s"
+    assert _gpu_operator_values.repository("validator", (25, 3, 0), mirror) == f"{mirror}/nvidia/cloud-native"
+    assert _gpu_operator_values.repository("toolkit", (26, 7, 0), "") == "nvcr.io/nvidia/k8s"
 
 
 def test_extra_values_add_to_the_planned_values(specs):
@@ -343,8 +345,8 @@ def test_a_local_chart_archive_is_read_and_its_version_checked(tmp_path):
     env = dict(os.environ, HOME=str(tmp_path))
     subprocess.run([str(HELM), "package", str(CHART), "-d", str(tmp_path)], check=True, capture_output=True, env=env)
     archive = tmp_path / "gpu-operator-v26.7.0.tgz"
-    assert _plan_gpu_operator.local_chart(str(archive)) == {"name": "gpu-operator", "version": "v26.7.0"}
-    assert _plan_gpu_operator.local_chart(str(CHART)) == {"name": "gpu-operator", "version": "v26.7.0"}
+    assert _gpu_operator_values.local_chart(str(archive)) == {"name": "gpu-operator", "version": "v26.7.0"}
+    assert _gpu_operator_values.local_chart(str(CHART)) == {"name": "gpu-operator", "version": "v26.7.0"}
     problems: List[str] = []
     values = {"gpu_operator_chart_path": str(archive), "gpu_operator_chart_version": "v26.7.0"}
     _plan_gpu_operator.check_chart_source(values, problems)
