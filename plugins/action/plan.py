@@ -34,7 +34,9 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.intent import ch
 from ansible_collections.gpufabric.rollout.plugins.module_utils.intent import rules as _intent_rules
 from ansible_collections.gpufabric.rollout.plugins.module_utils.intent import storage as _intent_storage
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import cluster as _plan_cluster
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import cluster_summary as _cluster_summary
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node as _plan_node
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node_records as _node_records
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import skew as _skew
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import upgrade as _upgrade
 
@@ -245,7 +247,7 @@ class ActionModule(ActionBase):
         names = list(self._template(args.get("nodes")) or [])
         plan_dir = str(self._template(args.get("plan_dir")))
         use_stored = bool(self._template(args.get("stored_discovery", True)))
-        store = _plan_cluster.DiscoveryStore(os.path.join(plan_dir, "discovery"))
+        store = _node_records.DiscoveryStore(os.path.join(plan_dir, "discovery"))
         nodes: Dict[str, Dict[str, Any]] = {}
         node_plans: Dict[str, Any] = {}
         for host in names:
@@ -254,7 +256,7 @@ class ActionModule(ActionBase):
             if node_plan:
                 node_plans[host] = plain(node_plan)
                 topology = (hv.get("ansible_facts") or {}).get("gpufabric_topology") or {}
-                record = _plan_cluster.node_record(node_plans[host], plain(topology))
+                record = _node_records.node_record(node_plans[host], plain(topology))
                 if save:
                     store.save(host, record)
                 nodes[host] = dict(record, source="this run")
@@ -296,5 +298,5 @@ class ActionModule(ActionBase):
         cluster = _plan_cluster.plan(
             values, nodes, os.path.join(plan_dir, "discovery"), use_stored, skew_rules=load_skew_rules()
         )
-        files = _plan_cluster.write_plan(plan_dir, dict(cluster, node_plans=node_plans))
+        files = _cluster_summary.write_plan(plan_dir, dict(cluster, node_plans=node_plans))
         return {"gpufabric_plan": cluster, "files": files, "summary": cluster["summary"]}

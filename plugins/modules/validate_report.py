@@ -523,114 +523,130 @@ def write_record(module, checks, now):
     return _write(module, params["record_path"], text)
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec={
-            "topology": {"type": "dict", "required": True},
-            "rdma": {
-                "type": "list",
-                "elements": "dict",
-                "default": [],
-                "options": {
-                    "node": {"type": "str", "required": True},
-                    "peer": {"type": "str", "required": True},
-                    "device": {"type": "str"},
-                    "memory": {"type": "str", "choices": ["host", "gpu"], "default": "host"},
-                    "output": {"type": "str", "required": True},
-                },
-            },
-            "nccl": {
-                "type": "list",
-                "elements": "dict",
-                "default": [],
-                "options": {
-                    "name": {"type": "str", "required": True},
-                    "nodes": {"type": "list", "elements": "str", "required": True},
-                    "output": {"type": "str", "required": True},
-                    "source": {"type": "str"},
-                },
-            },
-            "gds": {
-                "type": "list",
-                "elements": "dict",
-                "default": [],
-                "options": {
-                    "node": {"type": "str", "required": True},
-                    "filesystem": {"type": "str", "required": True},
-                    "expected_gbps": {"type": "float"},
-                    "output": {"type": "str", "required": True},
-                },
-            },
-            "probe": {
-                "type": "list",
-                "elements": "dict",
-                "default": [],
-                "options": {"node": {"type": "str", "required": True}, "output": {"type": "str", "required": True}},
-            },
-            "checks": {
-                "type": "list",
-                "elements": "dict",
-                "default": [],
-                "options": {
-                    "id": {"type": "str", "required": True},
-                    "category": {
-                        "type": "str",
-                        "required": True,
-                        "choices": [c[0] for c in _validate_report.CATEGORIES],
-                    },
-                    "node": {"type": "str", "required": True},
-                    "subject": {"type": "str", "required": True},
-                    "name": {"type": "str", "required": True},
-                    "measured": {"type": "raw"},
-                    "expected": {"type": "raw"},
-                    "threshold": {"type": "raw"},
-                    "fraction": {"type": "float"},
-                    "unit": {"type": "str"},
-                    "passed": {"type": "bool", "required": True},
-                    "status": {"type": "str", "choices": ["warn"]},
-                    "detail": {"type": "str"},
-                },
-            },
-            "not_run": {
-                "type": "list",
-                "elements": "dict",
-                "default": [],
-                "options": {
-                    "category": {
-                        "type": "str",
-                        "required": True,
-                        "choices": [c[0] for c in _validate_report.CATEGORIES],
-                    },
-                    "node": {"type": "str", "required": True},
-                    "what": {"type": "str"},
-                    "reason": {"type": "str", "required": True},
-                    "required": {"type": "bool", "default": True},
-                },
-            },
-            "prediction": {"type": "bool", "default": False},
-            "verbose": {"type": "bool", "default": False},
-            "plots": {"type": "bool", "default": True},
-            "host_links": {"type": "bool", "default": True},
-            "gates": {"type": "dict", "default": {}},
-            "title": {"type": "str", "default": "gpufabric.rollout validation"},
-            "heading": {"type": "str", "default": ""},
-            "text_path": {"type": "path"},
-            "html_path": {"type": "path"},
-            "junit_path": {"type": "path"},
-            "measurement": {
-                "type": "dict",
-                "options": {
-                    "reused": {"type": "bool", "default": False},
-                    "measured": {"type": "str"},
-                    "reason": {"type": "str"},
-                },
-            },
-            "record_path": {"type": "path"},
-            "figures_cache": {"type": "path"},
-            "record": {"type": "dict"},
+# The module's arguments (its DOCUMENTATION says what each is).
+ARGUMENT_SPEC = {
+    "topology": {"type": "dict", "required": True},
+    "rdma": {
+        "type": "list",
+        "elements": "dict",
+        "default": [],
+        "options": {
+            "node": {"type": "str", "required": True},
+            "peer": {"type": "str", "required": True},
+            "device": {"type": "str"},
+            "memory": {"type": "str", "choices": ["host", "gpu"], "default": "host"},
+            "output": {"type": "str", "required": True},
         },
-        supports_check_mode=True,
-    )
+    },
+    "nccl": {
+        "type": "list",
+        "elements": "dict",
+        "default": [],
+        "options": {
+            "name": {"type": "str", "required": True},
+            "nodes": {"type": "list", "elements": "str", "required": True},
+            "output": {"type": "str", "required": True},
+            "source": {"type": "str"},
+        },
+    },
+    "gds": {
+        "type": "list",
+        "elements": "dict",
+        "default": [],
+        "options": {
+            "node": {"type": "str", "required": True},
+            "filesystem": {"type": "str", "required": True},
+            "expected_gbps": {"type": "float"},
+            "output": {"type": "str", "required": True},
+        },
+    },
+    "probe": {
+        "type": "list",
+        "elements": "dict",
+        "default": [],
+        "options": {"node": {"type": "str", "required": True}, "output": {"type": "str", "required": True}},
+    },
+    "checks": {
+        "type": "list",
+        "elements": "dict",
+        "default": [],
+        "options": {
+            "id": {"type": "str", "required": True},
+            "category": {
+                "type": "str",
+                "required": True,
+                "choices": [c[0] for c in _validate_report.CATEGORIES],
+            },
+            "node": {"type": "str", "required": True},
+            "subject": {"type": "str", "required": True},
+            "name": {"type": "str", "required": True},
+            "measured": {"type": "raw"},
+            "expected": {"type": "raw"},
+            "threshold": {"type": "raw"},
+            "fraction": {"type": "float"},
+            "unit": {"type": "str"},
+            "passed": {"type": "bool", "required": True},
+            "status": {"type": "str", "choices": ["warn"]},
+            "detail": {"type": "str"},
+        },
+    },
+    "not_run": {
+        "type": "list",
+        "elements": "dict",
+        "default": [],
+        "options": {
+            "category": {
+                "type": "str",
+                "required": True,
+                "choices": [c[0] for c in _validate_report.CATEGORIES],
+            },
+            "node": {"type": "str", "required": True},
+            "what": {"type": "str"},
+            "reason": {"type": "str", "required": True},
+            "required": {"type": "bool", "default": True},
+        },
+    },
+    "prediction": {"type": "bool", "default": False},
+    "verbose": {"type": "bool", "default": False},
+    "plots": {"type": "bool", "default": True},
+    "host_links": {"type": "bool", "default": True},
+    "gates": {"type": "dict", "default": {}},
+    "title": {"type": "str", "default": "gpufabric.rollout validation"},
+    "heading": {"type": "str", "default": ""},
+    "text_path": {"type": "path"},
+    "html_path": {"type": "path"},
+    "junit_path": {"type": "path"},
+    "measurement": {
+        "type": "dict",
+        "options": {
+            "reused": {"type": "bool", "default": False},
+            "measured": {"type": "str"},
+            "reason": {"type": "str"},
+        },
+    },
+    "record_path": {"type": "path"},
+    "figures_cache": {"type": "path"},
+    "record": {"type": "dict"},
+}
+
+
+def write_reports(module, checks, series, meta, missing):
+    """Write the text, JUnit and HTML reports asked for; True when a file changed."""
+    params = module.params
+    text = _validate_report.render_text(checks, meta, missing)
+    changed = False
+    if params["text_path"]:
+        changed |= _write(module, params["text_path"], text)
+    if params["junit_path"]:
+        changed |= _write(module, params["junit_path"], _validate_report.render_junit(checks, meta, missing))
+    if params["html_path"]:
+        drawn = figures(module, checks, series) if params["plots"] else []
+        changed |= _write(module, params["html_path"], _report_html.render_html(checks, drawn, meta, missing))
+    return text, changed
+
+
+def main():
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     if module.params["html_path"] and module.params["plots"] and not HAS_MATPLOTLIB:
         module.fail_json(msg=missing_required_lib("matplotlib"))
     try:
@@ -648,15 +664,7 @@ def main():
         "measurement": measurement_note(params["measurement"]),
         "prediction": params["prediction"],
     }
-    text = _validate_report.render_text(checks, meta, missing)
-    changed = False
-    if params["text_path"]:
-        changed |= _write(module, params["text_path"], text)
-    if params["junit_path"]:
-        changed |= _write(module, params["junit_path"], _validate_report.render_junit(checks, meta, missing))
-    if params["html_path"]:
-        drawn = figures(module, checks, series) if params["plots"] else []
-        changed |= _write(module, params["html_path"], _report_html.render_html(checks, drawn, meta, missing))
+    text, changed = write_reports(module, checks, series, meta, missing)
     record_written = write_record(module, checks, now)
     paths = [p for p in (params["html_path"], params["text_path"], params["junit_path"]) if p]
     module.exit_json(

@@ -69,6 +69,7 @@ def gpu_operator_plan(source: Dict[str, str], version: str, mode: str) -> Dict[s
     version)."""
     from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import cluster as _plan_cluster
     from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node as _plan_node
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node_records as _node_records
 
     specs = PLAN.load_specs(str(REPO))
     records = {}
@@ -83,7 +84,7 @@ def gpu_operator_plan(source: Dict[str, str], version: str, mode: str) -> Dict[s
         assert problems == []
         facts = PLAN.node_facts(index)
         facts["gpudirect"].update(driver_version=None, driver_flavour=None, driver_loaded=False, cuda_version=None)
-        records[host] = _plan_cluster.node_record(_plan_node.plan_node(values, facts), facts["topology"])
+        records[host] = _node_records.node_record(_plan_node.plan_node(values, facts), facts["topology"])
     variables = PLAN.lab_intent()
     variables.update(
         source,

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import cluster as _plan_cluster
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import cluster_summary as _cluster_summary
 
 REPO = Path(__file__).resolve().parents[2]
 HELM = REPO / ".tools" / "bin" / "helm"
@@ -239,7 +239,7 @@ def test_the_summary_says_which_charts_are_verified(tmp_path):
             }
         }
     }
-    charts = _plan_cluster.chart_sources(values, storage)
+    charts = _cluster_summary.chart_sources(values, storage)
     by_name = {c["chart"]: c["provenance"] for c in charts}
     assert by_name["network-operator"] == "NOT verified (network_operator_chart_keyring is empty)"
     assert by_name["gpu-operator"].startswith("verified against its provenance")

@@ -23,8 +23,9 @@ from role_runner import ansible_playbook
 from storage_support import REPO, lab_variables, node_facts
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.intent import storage as _intent_storage
-from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import cluster as _plan_cluster
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import cluster_summary as _cluster_summary
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node as _plan_node
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node_records as _node_records
 
 TASKS = REPO / "roles" / "storage_client" / "tasks" / "nvmeof.yml"
 BLOCKS = 2  # gpufabric_storage[2] of the lab intent: the NVMe-oF filesystem
@@ -66,8 +67,8 @@ def test_the_secrets_never_reach_the_plan_its_files_or_the_summary(specs):
     intent = _intent_storage.mask_secrets(values)  # what the plan action returns as gpufabric_intent
     assert HOST not in json.dumps(intent) and CTRL not in json.dumps(intent)
     node_plan = _plan_node.plan_node(intent, node_facts(1))
-    record = _plan_cluster.node_record(node_plan, node_facts(1)["topology"])
-    summary = _plan_cluster.node_summary(node_plan, node_facts(1)["topology"])
+    record = _node_records.node_record(node_plan, node_facts(1)["topology"])
+    summary = _cluster_summary.node_summary(node_plan, node_facts(1)["topology"])
     for text in (json.dumps(node_plan), json.dumps(record), summary):
         assert HOST not in text and CTRL not in text and "DHHC-1" not in text
     nvme = node_plan["storage_client"]["nvme"]

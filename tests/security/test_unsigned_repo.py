@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from storage_support import PLAN, REPO
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import cluster as _plan_cluster
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import cluster_summary as _cluster_summary
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node as _plan_node
 
 
@@ -30,6 +30,6 @@ def test_an_acknowledged_unsigned_repository_is_reported_in_the_summary(specs):
     facts = PLAN.node_facts(1)
     plan = _plan_node.plan_node(values, facts)
     assert plan["doca_ofed"], "the lab intent manages DOCA-OFED"
-    assert "DOCA repository UNSIGNED" in _plan_cluster.node_summary(plan, facts["topology"])
+    assert "DOCA repository UNSIGNED" in _cluster_summary.node_summary(plan, facts["topology"])
     signed, _problems = PLAN.check(specs, "node", PLAN.lab_intent())
-    assert "UNSIGNED" not in _plan_cluster.node_summary(_plan_node.plan_node(signed, facts), facts["topology"])
+    assert "UNSIGNED" not in _cluster_summary.node_summary(_plan_node.plan_node(signed, facts), facts["topology"])

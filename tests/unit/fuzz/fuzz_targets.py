@@ -19,6 +19,7 @@ from typing import Any, Callable, List, Tuple, Type
 from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import cufile as _cufile
 from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import pcie_acs as _pcie_acs
 from ansible_collections.gpufabric.rollout.plugins.module_utils.discover import gpudirect as _gpudirect
+from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import cufile as _cufile_parser
 from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import gdscheck as _gdscheck
 from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import gdsio as _gdsio
 from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import gpuprobe as _gpuprobe
@@ -146,9 +147,9 @@ TARGETS: List[Target] = [
         "proc_modules", _gpudirect.loaded_modules, lambda: ["nvidia 16384 0 - Live 0x0\nib_core 524288 8 - Live 0x0\n"]
     ),
     Target("kernel_version", version_numbers, lambda: ["6.8.0-85-generic", "5.15.0-91-generic\n", "13.0"]),
-    # GPUDirect Storage (_gdscheck.py, _cufile.py)
+    # GPUDirect Storage (parsers/gdscheck.py, parsers/cufile.py, apply/cufile.py)
     Target("gdscheck", _gdscheck.parse, lambda: files("tests/unit/gds/fixtures/gdscheck/*.txt")),
-    Target("cufile", _cufile.parse, lambda: files("tests/unit/gds/fixtures/cufile/*.json"), (ParseError,)),
+    Target("cufile", _cufile_parser.parse, lambda: files("tests/unit/gds/fixtures/cufile/*.json"), (ParseError,)),
     Target(
         "cufile_edit",
         lambda text: _cufile.apply_settings(text, CUFILE_EDIT),

@@ -10,8 +10,8 @@ import copy
 import pytest
 from conftest import check, lab_intent, node_facts
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import cluster as _plan_cluster
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node as _plan_node
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node_records as _node_records
 
 
 def planned(specs, clear):
@@ -21,7 +21,7 @@ def planned(specs, clear):
     assert problems == []
     facts = node_facts(1)
     plan = _plan_node.plan_node(values, facts)
-    return plan, _plan_cluster.node_record(plan, facts["topology"])["summary"]
+    return plan, _node_records.node_record(plan, facts["topology"])["summary"]
 
 
 @pytest.mark.parametrize("clear", [False, True])

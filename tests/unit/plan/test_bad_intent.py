@@ -15,6 +15,7 @@ from conftest import HERE, check, lab_intent, node_facts
 from ansible_collections.gpufabric.rollout.plugins.action.plan import load_skew_rules, refusal
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import cluster as _plan_cluster
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node as _plan_node
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node_records as _node_records
 
 CASES = yaml.safe_load((HERE / "cases" / "bad_intent.yml").read_text())
 SKEW = load_skew_rules(str(HERE.parents[2]))
@@ -64,7 +65,7 @@ def problems_of(case: Dict[str, Any], specs) -> List[str]:
             facts = merged(facts, case.get("node2_facts") or {})
         variables = merged(lab_intent(), extra)
         plan = node_plan(specs, variables, facts)
-        records[name] = _plan_cluster.node_record(plan, facts["topology"])
+        records[name] = _node_records.node_record(plan, facts["topology"])
     if case.get("missing_node"):
         records["gpu-node-02"] = None
     values, problems = check(specs, "cluster", variables_of(case))

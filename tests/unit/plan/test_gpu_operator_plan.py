@@ -24,6 +24,7 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import gpu_
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import gpu_operator as _plan_gpu_operator
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import gpu_operator_values as _gpu_operator_values
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node as _plan_node
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node_records as _node_records
 
 sys.path.insert(0, str(UNIT / "cluster"))
 from validate import _SCHEMAS, validate
@@ -64,7 +65,7 @@ def plan_all(
         values, problems = check(specs, "node", variables)
         assert problems == []
         plans[host] = _plan_node.plan_node(values, facts)
-        records[host] = _plan_cluster.node_record(plans[host], facts["topology"])
+        records[host] = _node_records.node_record(plans[host], facts["topology"])
     values, problems = check(specs, "cluster", _merge(lab_intent(), cluster_vars))
     assert problems == []
     return _plan_cluster.plan(values, records), plans
@@ -116,7 +117,7 @@ def test_host_mode_leaves_the_driver_and_its_modules_to_the_host(specs):
     assert values["gds"]["enabled"] is False, "a host-loaded nvidia-fs needs no operator container"
     assert section["nvidia_drivers"] == [] and section["node_labels"] == {}
     assert section["cluster_policy"]["expect"]["driver.enabled"] is False
-    record = _plan_cluster.node_record(node, node_facts(1)["topology"])
+    record = _node_records.node_record(node, node_facts(1)["topology"])
     assert record["gpu"]["driver"] == {
         "flavour": "open",
         "version": "580.95.05",
@@ -158,7 +159,7 @@ def test_operator_mode_with_peermem_builds_it_against_the_host_mofed(specs):
 
 def test_operator_mode_without_the_gpu_operator_role_is_refused(specs):
     _cluster, plans = plan_all(specs, OPERATOR, NO_DRIVER)
-    records = {h: _plan_cluster.node_record(p, node_facts(1)["topology"]) for h, p in plans.items()}
+    records = {h: _node_records.node_record(p, node_facts(1)["topology"]) for h, p in plans.items()}
     problems: List[str] = []
     assert _plan_gpu_operator.plan({}, records, "gpufabric.io", problems) is None
     assert len(problems) == 1 and "gpu_operator is not in plan_cluster_roles" in problems[0]
@@ -328,11 +329,11 @@ def test_the_lab_plan_deploys_nfd_from_exactly_one_chart(specs):
 
 def test_a_sliced_run_plans_the_same_gpu_operator_section(specs, tmp_path):
     whole, plans = plan_all(specs, OPERATOR, NO_DRIVER, {"gpu_operator_driver_crd": True})
-    store = _plan_cluster.DiscoveryStore(str(tmp_path))
+    store = _node_records.DiscoveryStore(str(tmp_path))
     topology = node_facts(2)["topology"]
-    store.save("gpu-node-02", _plan_cluster.node_record(plans["gpu-node-02"], topology))
+    store.save("gpu-node-02", _node_records.node_record(plans["gpu-node-02"], topology))
     records = {
-        "gpu-node-01": _plan_cluster.node_record(plans["gpu-node-01"], node_facts(1)["topology"]),
+        "gpu-node-01": _node_records.node_record(plans["gpu-node-01"], node_facts(1)["topology"]),
         "gpu-node-02": store.load("gpu-node-02"),
     }
     values, _problems = check(specs, "cluster", dict(lab_intent(), gpu_operator_driver_crd=True))

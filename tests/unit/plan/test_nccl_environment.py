@@ -16,6 +16,7 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.discover import 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import cluster as _plan_cluster
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import nccl as _nccl
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node as _plan_node
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node_records as _node_records
 
 PLUGINS = REPO / "plugins"
 NCCL_MODULE = PLUGINS / "module_utils" / "plan" / "nccl.py"
@@ -70,7 +71,7 @@ def plans(specs, topology, nccl_version, changes):
     cluster_values, problems = check(specs, "cluster", intent)
     assert problems == []
     cluster_values["gpufabric_rails"] = dict(cluster_values["gpufabric_rails"], min_rails=1)
-    cluster = _plan_cluster.plan(cluster_values, {"gpu-node-01": _plan_cluster.node_record(node, topology)})
+    cluster = _plan_cluster.plan(cluster_values, {"gpu-node-01": _node_records.node_record(node, topology)})
     return node, cluster
 
 

@@ -10,7 +10,9 @@ import pytest
 from conftest import check, lab_intent, node_facts
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import cluster as _plan_cluster
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import cluster_summary as _cluster_summary
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node as _plan_node
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node_records as _node_records
 
 
 def plan_nodes(specs, intent, nodes=(1, 2)):
@@ -27,7 +29,7 @@ def plan_nodes(specs, intent, nodes=(1, 2)):
 def cluster_of(specs, intent, plans):
     values, problems = check(specs, "cluster", intent)
     assert problems == []
-    records = {host: _plan_cluster.node_record(plan, topo) for host, (plan, topo) in plans.items()}
+    records = {host: _node_records.node_record(plan, topo) for host, (plan, topo) in plans.items()}
     return _plan_cluster.plan(values, records)
 
 
@@ -58,7 +60,7 @@ def test_nccl_ib_tc_is_one_value_on_hosts_pods_and_nics(checked):
         expected = str((dscp << 2) | (2 if ecn else 0))
         assert plan["nccl"]["entries"]["NCCL_IB_TC"] == expected, (dscp, ecn)
         assert {str(i["traffic_class"]) for i in plan["roce"]["interfaces"]} == {expected}, (dscp, ecn)
-        record = _plan_cluster.node_record(plan, facts["topology"])
+        record = _node_records.node_record(plan, facts["topology"])
         cluster = _plan_cluster.plan(cluster_values, {"gpu-node-01": record})
         maps = [
             o
@@ -72,14 +74,14 @@ def test_a_sliced_run_plans_the_same_cluster_objects(specs, tmp_path):
     intent = lab_intent()
     plans = plan_nodes(specs, intent)
     whole = cluster_of(specs, intent, plans)
-    store = _plan_cluster.DiscoveryStore(str(tmp_path / "discovery"))
+    store = _node_records.DiscoveryStore(str(tmp_path / "discovery"))
     # Slice 1 ran gpu-node-01 only, after an earlier run stored gpu-node-02.
     plan2, topo2 = plans["gpu-node-02"]
-    assert store.save("gpu-node-02", _plan_cluster.node_record(plan2, topo2))
+    assert store.save("gpu-node-02", _node_records.node_record(plan2, topo2))
     values, problems = check(specs, "cluster", intent)
     assert problems == []
     plan1, topo1 = plans["gpu-node-01"]
-    records = {"gpu-node-01": _plan_cluster.node_record(plan1, topo1), "gpu-node-02": store.load("gpu-node-02")}
+    records = {"gpu-node-01": _node_records.node_record(plan1, topo1), "gpu-node-02": store.load("gpu-node-02")}
     sliced = _plan_cluster.plan(values, records)
     assert sliced["network"]["objects"] == whole["network"]["objects"]
     assert sliced["network"]["node_labels"] == whole["network"]["node_labels"]
@@ -88,8 +90,8 @@ def test_a_sliced_run_plans_the_same_cluster_objects(specs, tmp_path):
 def test_the_store_rewrites_a_record_only_when_it_changes(specs, tmp_path):
     plans = plan_nodes(specs, lab_intent(), nodes=(1,))
     plan, topo = plans["gpu-node-01"]
-    store = _plan_cluster.DiscoveryStore(str(tmp_path))
-    record = _plan_cluster.node_record(plan, topo)
+    store = _node_records.DiscoveryStore(str(tmp_path))
+    record = _node_records.node_record(plan, topo)
     assert store.save("gpu-node-01", record) is True
     assert store.save("gpu-node-01", record) is False
     changed = dict(record, nccl_version="2.28.3")
@@ -102,7 +104,7 @@ def test_the_store_rewrites_a_record_only_when_it_changes(specs, tmp_path):
 def test_the_plan_file_and_summary(specs, tmp_path):
     intent = lab_intent()
     cluster = cluster_of(specs, intent, plan_nodes(specs, intent))
-    files = _plan_cluster.write_plan(str(tmp_path), cluster)
+    files = _cluster_summary.write_plan(str(tmp_path), cluster)
     assert sorted(p.split("/")[-1] for p in files) == ["plan.json", "summary.txt"]
     assert json.loads((tmp_path / "plan.json").read_text())["fabric"]["roce_tos"] == 106
     summary = (tmp_path / "summary.txt").read_text()
@@ -113,6 +115,6 @@ def test_the_plan_file_and_summary(specs, tmp_path):
 
 def test_record_keeps_only_what_the_cluster_plan_reads(specs):
     plan, topo = plan_nodes(specs, lab_intent(), nodes=(1,))["gpu-node-01"]
-    record = _plan_cluster.node_record(plan, topo)
+    record = _node_records.node_record(plan, topo)
     assert len(json.dumps(record)) < len(json.dumps(topo)) / 2
     assert record["topology"]["rails"] and record["topology"]["nics"][0]["ports"]

@@ -13,6 +13,7 @@ from conftest import check, lab_intent, node_facts
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import cluster as _plan_cluster
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node as _plan_node
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node_records as _node_records
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan.node import PlanError
 
 
@@ -36,7 +37,7 @@ def cluster(specs, topo, **rails):
     values, problems = check(specs, "node", node_vars)
     assert problems == []
     facts = dict(node_facts(1), topology=topo)
-    record = _plan_cluster.node_record(_plan_node.plan_node(values, facts), topo)
+    record = _node_records.node_record(_plan_node.plan_node(values, facts), topo)
     intent = copy.deepcopy(lab_intent())
     intent["gpufabric_rails"] = dict(intent.get("gpufabric_rails") or {}, **rails)
     cvalues, problems = check(specs, "cluster", intent)

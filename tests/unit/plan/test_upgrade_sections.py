@@ -12,6 +12,7 @@ from conftest import HERE, check, lab_intent, node_facts
 from ansible_collections.gpufabric.rollout.plugins.action.plan import load_skew_rules
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import cluster as _plan_cluster
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node as _plan_node
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node_records as _node_records
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import upgrade as _upgrade
 
 SKEW = load_skew_rules(str(HERE.parents[2]))
@@ -84,7 +85,7 @@ def test_the_driver_repository_is_derived_from_the_os_or_given(specs):
 
 def test_the_record_carries_the_upgrade_section_and_the_record_version_moved(specs):
     plan = plan_of(specs, intent(), facts())
-    record = _plan_cluster.node_record(plan, node_facts(1)["topology"])
+    record = _node_records.node_record(plan, node_facts(1)["topology"])
     assert record["record_version"] == 4
     assert record["upgrade"] == {"changes": plan["upgrade"]["changes"], "window": True}
 
@@ -93,7 +94,7 @@ def test_the_cluster_plan_reports_unvalidated_pairs_as_notes(specs):
     records = {}
     for index, host in ((1, "gpu-node-01"), (2, "gpu-node-02")):
         variables = intent(gpufabric_k8s_node_name=host)
-        records[host] = _plan_cluster.node_record(
+        records[host] = _node_records.node_record(
             plan_of(specs, variables, facts(index)), node_facts(index)["topology"]
         )
     values, problems = check(specs, "cluster", dict(lab_intent(), network_operator_chart_version="25.10.0"))
@@ -113,7 +114,7 @@ def test_the_upgrade_plan_batches_the_lab_nodes(specs):
     records = {}
     for index, host in ((1, "gpu-node-01"), (2, "gpu-node-02")):
         variables = intent(gpufabric_k8s_node_name=host)
-        records[host] = _plan_cluster.node_record(
+        records[host] = _node_records.node_record(
             plan_of(specs, variables, facts(index)), node_facts(index)["topology"]
         )
     values, problems = check(specs, "upgrade", lab_intent())
@@ -135,7 +136,7 @@ def test_operator_drivers_in_the_matrix_pass(specs, operator_version):
         )
         node = node_facts(index)
         node["gpudirect"].update(nodriver)
-        records[host] = _plan_cluster.node_record(plan_of(specs, variables, node), node["topology"])
+        records[host] = _node_records.node_record(plan_of(specs, variables, node), node["topology"])
     values, problems = check(specs, "cluster", lab_intent())
     assert problems == []
     notes = _plan_cluster.plan(values, records, skew_rules=SKEW)["skew_notes"]

@@ -72,13 +72,14 @@ def cluster_plan(check, cluster_changes=None, node_changes=None) -> Dict[str, An
     """The cluster plan of two lab nodes with the lab's storage intent (and CSI_VARS, and the changes)."""
     from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import cluster as _plan_cluster
     from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node as _plan_node
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node_records as _node_records
 
     records = {}
     for index, name in ((1, "gpu-node-01"), (2, "gpu-node-02")):
         values, problems = check("node", lab_variables(gpufabric_k8s_node_name=name, **(node_changes or {})))
         assert problems == []
         plan = _plan_node.plan_node(values, node_facts(index))
-        records[name] = _plan_cluster.node_record(plan, node_facts(index)["topology"])
+        records[name] = _node_records.node_record(plan, node_facts(index)["topology"])
     variables = lab_variables(**{**CSI_VARS, **(cluster_changes or {})})
     values, problems = check("cluster", variables)
     assert problems == []

@@ -12,9 +12,9 @@ from storage_support import CRDS, CSI_VARS, UNIT, cluster_plan, lab_variables, n
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import k8s_access as _k8s_access
 from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import k8s_publish as _k8s_publish
-from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import cluster as _plan_cluster
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import network_objects as _cluster_objects
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node as _plan_node
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node_records as _node_records
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import storage_csi as _plan_storage_csi
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan.node import PlanError
 
@@ -313,7 +313,7 @@ def test_csi_filesystems_without_the_storage_csi_role_are_refused(check):
     for index, name in ((1, "gpu-node-01"), (2, "gpu-node-02")):
         values, problems = check("node", lab_variables(gpufabric_k8s_node_name=name))
         assert problems == []
-        records[name] = _plan_cluster.node_record(
+        records[name] = _node_records.node_record(
             _plan_node.plan_node(values, node_facts(index)), node_facts(index)["topology"]
         )
     problems = []

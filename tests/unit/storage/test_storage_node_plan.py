@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from storage_support import lab_variables, node_facts
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import cluster as _plan_cluster
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node as _plan_node
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node_records as _node_records
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import storage as _plan_storage
 
 
@@ -176,8 +176,8 @@ def test_record_is_the_same_on_every_node(check):
 
 def test_node_record_carries_storage(check):
     plan = plan_of(check, 1)
-    record = _plan_cluster.node_record(plan, node_facts(1)["topology"])
-    assert record["record_version"] == _plan_cluster.RECORD_VERSION
+    record = _node_records.node_record(plan, node_facts(1)["topology"])
+    assert record["record_version"] == _node_records.RECORD_VERSION
     assert [fs["backend"] for fs in record["storage"]] == ["nfs", "lustre", "nvmeof", "weka", "gpfs"]
 
 
@@ -186,4 +186,4 @@ def test_no_storage_intent_plans_nothing(check):
     assert problems == []
     plan = _plan_node.plan_node(values, node_facts(1))
     assert plan["storage_client"] is None
-    assert _plan_cluster.node_record(plan, node_facts(1)["topology"])["storage"] == []
+    assert _node_records.node_record(plan, node_facts(1)["topology"])["storage"] == []

@@ -25,6 +25,7 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import k8s
 from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import nccltests as _nccltests
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import cluster as _plan_cluster
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node as _plan_node
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node_records as _node_records
 from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import job_results as _job_results
 from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import jobs as _validate_jobs
 
@@ -56,7 +57,7 @@ def cluster_plan(**variables):
         values, problems = PLAN_FIXTURES.check(specs, "node", dict(intent, gpufabric_k8s_node_name=name))
         assert problems == []
         facts = PLAN_FIXTURES.node_facts(index)
-        records[name] = _plan_cluster.node_record(_plan_node.plan_node(values, facts), facts["topology"])
+        records[name] = _node_records.node_record(_plan_node.plan_node(values, facts), facts["topology"])
     values, problems = PLAN_FIXTURES.check(specs, "cluster", intent)
     assert problems == []
     return _plan_cluster.plan(values, records)
