@@ -46,7 +46,8 @@ HELM = REPO / ".tools" / "bin" / "helm"
 CHART = REPO / "lab" / "charts" / "gpu-operator"
 OLD, NEW = "v26.7.0", "v26.7.1"
 RELEASE, NAMESPACE = "gpu-operator", "gpu-operator"  # the namespace the shipped RBAC's Helm Role is in
-HELM_TASK = "gpufabric.rollout.gpu_operator : Install or upgrade the GPU Operator Helm release"
+# The release is installed through k8s_publish helm_release.yml (the one Helm entry point).
+HELM_TASK = "gpufabric.rollout.k8s_publish : Install or upgrade the Helm release gpu-operator"
 pytestmark = pytest.mark.slow
 
 
