@@ -26,6 +26,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.storage import storage_pods
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca as _doca
 from ansible_collections.gpufabric.rollout.plugins.module_utils.storage import REGISTRY, backend
+from ansible_collections.gpufabric.rollout.plugins.module_utils.storage.base import unique
 
 
 # --------------------------------------------------------------------------------------------- NICs
@@ -184,12 +185,6 @@ def _record(fs: Mapping[str, Any], port: Optional[int], mount: Optional[Mapping[
 
 
 # --------------------------------------------------------------------------------------------- node-wide
-def _unique(items: List[Any]) -> List[Any]:
-    out: List[Any] = []
-    for item in items:
-        if item not in out:
-            out.append(item)
-    return out
 
 
 def storage_section(
@@ -277,8 +272,8 @@ def _node_wide(
     notes: List[str],
     problems: List[str],
 ) -> Dict[str, Any]:
-    backends = _unique([fs["backend"] for fs in filesystems])
-    modules = _unique([m for fs in filesystems for m in backend(fs["backend"]).modules.get(fs["transport"], ())])
+    backends = unique([fs["backend"] for fs in filesystems])
+    modules = unique([m for fs in filesystems for m in backend(fs["backend"]).modules.get(fs["transport"], ())])
     # each backend's node-wide settings (LNet networks, NVMe-oF connections, Scale verbs), None where it has none
     node: Dict[str, Any] = {}
     for item in REGISTRY.values():
@@ -291,10 +286,10 @@ def _node_wide(
         if not fs["gds"] or not section or not fs["addresses"]:
             continue
         entry = cufile.setdefault(section, {"rdma_dev_addr_list": []})
-        entry["rdma_dev_addr_list"] = _unique(entry["rdma_dev_addr_list"] + fs["addresses"])
+        entry["rdma_dev_addr_list"] = unique(entry["rdma_dev_addr_list"] + fs["addresses"])
         if fs["mount_point"]:
             entry.setdefault("mount_table", {})[fs["mount_point"]] = {"rdma_dev_addr_list": list(fs["addresses"])}
-    gds_addresses = _unique([a for fs in filesystems if fs["gds"] for a in fs["addresses"]])
+    gds_addresses = unique([a for fs in filesystems if fs["gds"] for a in fs["addresses"]])
     return {
         "filesystems": filesystems,
         "backends": backends,

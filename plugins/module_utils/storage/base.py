@@ -77,6 +77,15 @@ def merge(base: Mapping[str, Any], extra: Mapping[str, Any]) -> Dict[str, Any]:
 
 
 # --------------------------------------------------------------------------------------------- interface
+def unique(items: List[Any]) -> List[Any]:
+    """``items`` without repeats, in their first order (NIC, module and address lists)."""
+    out: List[Any] = []
+    for item in items:
+        if item not in out:
+            out.append(item)
+    return out
+
+
 class StorageBackend:
     """One storage backend. The defaults are those of a backend that needs nothing special."""
 

@@ -21,6 +21,7 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.storage.base imp
     merge,
     meta,
     mirrored,
+    unique,
 )
 
 SCALE_IMAGES = {
@@ -39,14 +40,6 @@ SCALE_IMAGES = {
     "resizer": "registry.k8s.io/sig-storage/csi-resizer@sha256:"
     "5e7cbb63fd497fa913caa21fee1a69f727c220c6fa83c5f8bb0995e2ad73a474",
 }
-
-
-def _unique(items: List[Any]) -> List[Any]:
-    out: List[Any] = []
-    for item in items:
-        if item not in out:
-            out.append(item)
-    return out
 
 
 class Gpfs(StorageBackend):
@@ -113,7 +106,7 @@ class Gpfs(StorageBackend):
         if not filesystems:
             return None
         rdma = [n for fs in filesystems if fs["transport"] == "rdma" for n in fs["nics"]]
-        ports = _unique([f"{n['rdma_device']}/{n['port']}" for n in rdma])
+        ports = unique([f"{n['rdma_device']}/{n['port']}" for n in rdma])
         return {
             "verbs_rdma": "enable" if ports else "disable",
             "verbs_rdma_cm": "enable" if ports else "disable",

@@ -14,7 +14,7 @@ import re
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.words import show
-from ansible_collections.gpufabric.rollout.plugins.module_utils.storage.base import StorageBackend, mirrored
+from ansible_collections.gpufabric.rollout.plugins.module_utils.storage.base import StorageBackend, mirrored, unique
 
 
 def lnet_conf(networks: List[Mapping[str, Any]]) -> str:
@@ -27,14 +27,6 @@ def lnet_conf(networks: List[Mapping[str, Any]]) -> str:
             lines.append("        - interfaces:")
             lines.append(f"              0: {netdev}")
     return "\n".join(lines) + "\n"
-
-
-def _unique(items: List[Any]) -> List[Any]:
-    out: List[Any] = []
-    for item in items:
-        if item not in out:
-            out.append(item)
-    return out
 
 
 class Lustre(StorageBackend):
@@ -109,7 +101,7 @@ class Lustre(StorageBackend):
         for fs in filesystems:
             net = fs["lustre"]["network"]
             lnet_nets.setdefault(net, [])
-            lnet_nets[net] = _unique(lnet_nets[net] + [n["netdev"] for n in fs["nics"]])
+            lnet_nets[net] = unique(lnet_nets[net] + [n["netdev"] for n in fs["nics"]])
         if not lnet_nets:
             return None
         networks = [{"net": net, "interfaces": ifs} for net, ifs in lnet_nets.items()]

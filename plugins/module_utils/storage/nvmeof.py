@@ -18,7 +18,7 @@ import zlib
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.words import show
-from ansible_collections.gpufabric.rollout.plugins.module_utils.storage.base import StorageBackend
+from ansible_collections.gpufabric.rollout.plugins.module_utils.storage.base import StorageBackend, unique
 
 # NVMe Base Specification, "NVMe Qualified Names": nqn.YYYY-MM.reverse-domain:owner-string, or the
 # UUID form nqn.2014-08.org.nvmexpress:uuid:UUID; at most 223 bytes (UTF-8). The discovery NQN
@@ -90,14 +90,6 @@ def nvme_conf(connections: List[Mapping[str, Any]]) -> str:
         fields += [c["dhchap_files"].get(key) for key in DHCHAP_KEYS]
         lines.append(" ".join(str(f) if f else "-" for f in fields))
     return "\n".join(lines) + "\n"
-
-
-def _unique(items: List[Any]) -> List[Any]:
-    out: List[Any] = []
-    for item in items:
-        if item not in out:
-            out.append(item)
-    return out
 
 
 class Nvmeof(StorageBackend):
@@ -182,7 +174,7 @@ class Nvmeof(StorageBackend):
             )
         # Each planned path is one `nvme connect` of the planned NQN (never connect-all, which attaches every
         # subsystem a discovery controller offers this host).
-        connections = _unique(
+        connections = unique(
             [
                 {
                     "name": fs["name"],
