@@ -51,7 +51,7 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.plan.network_rai
 from ansible_collections.gpufabric.rollout.plugins.module_utils.shared import network_operator as _network_operator
 
 
-# --------------------------------------------------------------------------------------------- RoCE VLAN
+# --------------------------------------------------------------------------------------------- policies, ConfigMaps
 def network_operator_policies(
     cfg: Dict[str, Any],
     specs: List[Dict[str, Any]],
