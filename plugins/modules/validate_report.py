@@ -369,19 +369,10 @@ def _unreadable(category, node, subject, what, exc):
     return _gates._check(category, node, subject, what, passed=False, detail=f"output could not be read: {exc}")
 
 
-def evaluate(params):
-    g = _gates.gates(params["gates"])
-    topo = params["topology"] or {}
-    checks, series = [], {"nccl": [], "allreduce": []}
-    if params["host_links"]:
-        for node in sorted(topo):
-            checks.extend(_hardware_checks.link_checks(node, topo[node] or {}))
-    for given in params.get("checks") or []:
-        check = dict(given, detail=given.get("detail") or "", unit=given.get("unit") or "")
-        if not check.get("status"):
-            check.pop("status", None)  # only a warning is marked
-        checks.append(check)
-    for run in params["rdma"]:
+def _rdma_checks(runs, topo, g):
+    """One check per perftest run, or one naming the run whose output cannot be read."""
+    checks = []
+    for run in runs:
         try:
             result = _perftest.parse(run["output"])
         except _perftest.PerftestError as exc:
@@ -395,7 +386,13 @@ def evaluate(params):
                 run["node"], run["peer"], topo.get(run["node"]) or {}, result, run["memory"], g["rdma_fraction"]
             )
         )
-    for run in params["nccl"]:
+    return checks
+
+
+def _nccl_checks(runs, topo, g, series):
+    """The checks of each all-reduce run; its curve goes to ``series["nccl"]``."""
+    checks = []
+    for run in runs:
         try:
             result = _nccltests.parse(run["output"])
         except _nccltests.NcclTestsError as exc:
@@ -413,7 +410,13 @@ def evaluate(params):
                 "expected": expected,
             }
         )
-    for run in params["gds"]:
+    return checks
+
+
+def _gds_checks(runs, topo, g):
+    """One check per gdsio result of each run, or one naming the run whose output cannot be read."""
+    checks = []
+    for run in runs:
         try:
             results = _gdsio.parse(run["output"])
         except _gdsio.GdsioError as exc:
@@ -422,7 +425,14 @@ def evaluate(params):
         expected = run.get("expected_gbps") or _gate_figures.gds_expected_gbs(topo.get(run["node"]) or {})
         for result in results:
             checks.append(_gates.gds_check(run["node"], run["filesystem"], result, expected, g["gds_fraction"]))
-    for run in params["probe"]:
+    return checks
+
+
+def _probe_checks(runs, topo, g, series):
+    """The GPU probe's checks of each node (its failed sections first); its all-reduce curve goes to
+    ``series["allreduce"]``."""
+    checks = []
+    for run in runs:
         try:
             doc = _gpuprobe.load(run["output"])
         except _gpuprobe.GpuProbeError as exc:
@@ -456,6 +466,27 @@ def evaluate(params):
                     "threshold": gate.get("threshold"),
                 }
             )
+    return checks
+
+
+def evaluate(params):
+    """Every check of the report (the links, the given checks, then each measurement's) and the
+    curves for the figures, with the gates applied."""
+    g = _gates.gates(params["gates"])
+    topo = params["topology"] or {}
+    checks, series = [], {"nccl": [], "allreduce": []}
+    if params["host_links"]:
+        for node in sorted(topo):
+            checks.extend(_hardware_checks.link_checks(node, topo[node] or {}))
+    for given in params.get("checks") or []:
+        check = dict(given, detail=given.get("detail") or "", unit=given.get("unit") or "")
+        if not check.get("status"):
+            check.pop("status", None)  # only a warning is marked
+        checks.append(check)
+    checks.extend(_rdma_checks(params["rdma"], topo, g))
+    checks.extend(_nccl_checks(params["nccl"], topo, g, series))
+    checks.extend(_gds_checks(params["gds"], topo, g))
+    checks.extend(_probe_checks(params["probe"], topo, g, series))
     return checks, series, g
 
 

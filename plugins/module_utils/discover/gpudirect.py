@@ -226,23 +226,15 @@ def driver_state(facts: Mapping[str, Any]) -> Dict[str, Any]:
     }
 
 
-def decide(facts: Dict[str, Any], method: str = "auto") -> Dict[str, Any]:
-    """Choose the GPUDirect RDMA mechanism.
-
-    ``facts`` keys: driver_flavour (open|proprietary|None), driver_version, cuda_version,
-    kernel_release, gpus ([{model, compute_cap}]), mofed (bool: MOFED/DOCA-OFED ib_core with
-    peer memory), peermem_available (bool|None: the module file exists for this kernel).
-    Returns {method, dmabuf: {ok, blockers}, peermem: {ok, blockers}, gds: {...}, reasons}.
-    ``method`` is None when the asked method is impossible; ``error`` then says why.
-    """
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
-    flavour = facts.get("driver_flavour")
-    kernel = version_numbers(facts.get("kernel_release"))
-    cuda = version_numbers(facts.get("cuda_version")) or version_numbers(cuda_for_driver(facts.get("driver_version")))
-    gpus = facts.get("gpus") or []
-    archs = [gpu_arch(g.get("model"), g.get("compute_cap")) for g in gpus]
-
+def _dmabuf_blockers(
+    facts: Mapping[str, Any],
+    flavour: Any,
+    kernel: Tuple[int, ...],
+    cuda: Tuple[int, ...],
+    gpus: List[Any],
+    archs: List[Any],
+) -> List[str]:
+    """Why DMA-BUF cannot be used (none: it can)."""
     dmabuf: List[str] = []
     if not facts.get("driver_version"):
         dmabuf.append("no NVIDIA driver found (/proc/driver/nvidia/version missing)")
@@ -264,6 +256,11 @@ def decide(facts: Dict[str, Any], method: str = "auto") -> Dict[str, Any]:
         elif _ARCH_ORDER.index(arch) < _ARCH_ORDER.index("turing"):
             dmabuf.append(f"GPU {gpu.get('model')} is {arch}, older than Turing")
 
+    return dmabuf
+
+
+def _peermem_blockers(facts: Mapping[str, Any]) -> List[str]:
+    """Why nvidia-peermem cannot be used (none: it can)."""
     peermem: List[str] = []
     if not facts.get("driver_version"):
         peermem.append("no NVIDIA driver found")
@@ -272,6 +269,13 @@ def decide(facts: Dict[str, Any], method: str = "auto") -> Dict[str, Any]:
     if facts.get("peermem_available") is False:
         peermem.append("nvidia-peermem.ko is not installed for the running kernel")
 
+    return peermem
+
+
+def _p2pdma_blockers(
+    facts: Mapping[str, Any], flavour: Any, kernel: Tuple[int, ...], cuda: Tuple[int, ...]
+) -> List[str]:
+    """Why GDS cannot use PCIe P2PDMA (none: it can)."""
     p2pdma: List[str] = []
     if flavour != "open":
         p2pdma.append("needs the open kernel module")
@@ -282,24 +286,11 @@ def decide(facts: Dict[str, Any], method: str = "auto") -> Dict[str, Any]:
     if not kernel or kernel < (6, 2):
         p2pdma.append("needs kernel 6.2 or newer")
 
-    result: Dict[str, Any] = {
-        "requested": method,
-        "cuda_version": ".".join(map(str, cuda)) if cuda else None,
-        "gpu_archs": archs,
-        "dmabuf": {"ok": not dmabuf, "blockers": dmabuf},
-        "peermem": {"ok": not peermem, "blockers": peermem},
-        "gds": {
-            "nvidia_fs_ok": flavour == "open",
-            "nvidia_fs_blockers": []
-            if flavour == "open"
-            else ["nvidia-fs (GDS) needs the open GPU kernel module (GPU Operator >= 23.9.1 requires it)"],
-            "p2pdma_ok": not p2pdma,
-            "p2pdma_blockers": p2pdma,
-        },
-        "method": None,
-        "error": None,
-        "reasons": [],
-    }
+    return p2pdma
+
+
+def _choose(result: Dict[str, Any], method: str, dmabuf: List[str], peermem: List[str]) -> None:
+    """Set the result's method (or its error) and reasons for the asked ``method``."""
     if method == "auto":
         if not dmabuf:
             result["method"] = "dmabuf"
@@ -324,6 +315,48 @@ def decide(facts: Dict[str, Any], method: str = "auto") -> Dict[str, Any]:
         else:
             result["method"] = method
             result["reasons"].append(f"{method} requested and possible")
+
+
+def decide(facts: Dict[str, Any], method: str = "auto") -> Dict[str, Any]:
+    """Choose the GPUDirect RDMA mechanism.
+
+    ``facts`` keys: driver_flavour (open|proprietary|None), driver_version, cuda_version,
+    kernel_release, gpus ([{model, compute_cap}]), mofed (bool: MOFED/DOCA-OFED ib_core with
+    peer memory), peermem_available (bool|None: the module file exists for this kernel).
+    Returns {method, dmabuf: {ok, blockers}, peermem: {ok, blockers}, gds: {...}, reasons}.
+    ``method`` is None when the asked method is impossible; ``error`` then says why.
+    """
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    flavour = facts.get("driver_flavour")
+    kernel = version_numbers(facts.get("kernel_release"))
+    cuda = version_numbers(facts.get("cuda_version")) or version_numbers(cuda_for_driver(facts.get("driver_version")))
+    gpus = facts.get("gpus") or []
+    archs = [gpu_arch(g.get("model"), g.get("compute_cap")) for g in gpus]
+
+    dmabuf = _dmabuf_blockers(facts, flavour, kernel, cuda, gpus, archs)
+    peermem = _peermem_blockers(facts)
+    p2pdma = _p2pdma_blockers(facts, flavour, kernel, cuda)
+
+    result: Dict[str, Any] = {
+        "requested": method,
+        "cuda_version": ".".join(map(str, cuda)) if cuda else None,
+        "gpu_archs": archs,
+        "dmabuf": {"ok": not dmabuf, "blockers": dmabuf},
+        "peermem": {"ok": not peermem, "blockers": peermem},
+        "gds": {
+            "nvidia_fs_ok": flavour == "open",
+            "nvidia_fs_blockers": []
+            if flavour == "open"
+            else ["nvidia-fs (GDS) needs the open GPU kernel module (GPU Operator >= 23.9.1 requires it)"],
+            "p2pdma_ok": not p2pdma,
+            "p2pdma_blockers": p2pdma,
+        },
+        "method": None,
+        "error": None,
+        "reasons": [],
+    }
+    _choose(result, method, dmabuf, peermem)
     return result
 
 

@@ -98,6 +98,41 @@ def _norm(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", name.strip().lower()).strip("_")
 
 
+def _pair_line(facts: Dict[str, Any], section: Optional[str], dashes: str, key: str, value: str) -> bool:
+    """Read one ``key : value`` line of the report into ``facts``; False when it says nothing the
+    facts hold (the caller keeps it under ``other``)."""
+    nkey = _norm(key)
+    if nkey == "gds_release_version":
+        facts["gds_release"] = value
+    elif nkey in ("platform", "arch") and facts["platform"] is None:
+        facts["platform"] = value
+    elif nkey == "iommu":
+        facts["iommu_enabled"] = value.lower() not in ("disabled", "off")
+    elif "driver_info_status" in nkey:
+        facts["driver_status"] = value
+        facts["open_driver"] = "open" in value.lower() if "supported" in value.lower() else None
+    elif "cuda_driver_version" in nkey:
+        facts["cuda_driver_version"] = _typed(value)
+    elif dashes and ("peer" in nkey and "direct" in nkey):
+        facts["peer_direct"] = _state(value)
+    elif dashes and nkey == "dmabuf_support":
+        facts["dmabuf"] = _state(value)
+    elif dashes and nkey == "rdma_library":
+        facts["rdma_library_loaded"] = _state(value)
+    elif dashes and nkey == "rdma_devices":
+        facts["rdma_devices_configured"] = _state(value)
+    elif section == "cufile_configuration" or _CONFIG_KEY.match(key.strip()):
+        facts["config"][key.strip()] = _typed(value)
+    elif section == "driver_configuration" and _state(value) is not None:
+        facts["drivers"][key.strip()] = _state(value)
+    elif section == "driver_configuration" and _modes(value) is not None:
+        facts["driver_modes"][key.strip()] = _modes(value)
+        facts["drivers"][key.strip()] = bool(set(_modes(value) or []) & _GDS_TOKENS)
+    elif section != "environment":
+        return False
+    return True
+
+
 def parse(text: Any) -> Dict[str, Any]:
     """Return facts from a gdscheck -p report. Missing items are None, never guessed."""
     text = as_text(text, "gdscheck output")
@@ -164,36 +199,7 @@ def parse(text: Any) -> Dict[str, Any]:
             facts["other"].append(stripped)
             continue
         dashes, key, value = pair.groups()
-        nkey = _norm(key)
-        if nkey == "gds_release_version":
-            facts["gds_release"] = value
-        elif nkey in ("platform", "arch") and facts["platform"] is None:
-            facts["platform"] = value
-        elif nkey == "iommu":
-            facts["iommu_enabled"] = value.lower() not in ("disabled", "off")
-        elif "driver_info_status" in nkey:
-            facts["driver_status"] = value
-            facts["open_driver"] = "open" in value.lower() if "supported" in value.lower() else None
-        elif "cuda_driver_version" in nkey:
-            facts["cuda_driver_version"] = _typed(value)
-        elif dashes and ("peer" in nkey and "direct" in nkey):
-            facts["peer_direct"] = _state(value)
-        elif dashes and nkey == "dmabuf_support":
-            facts["dmabuf"] = _state(value)
-        elif dashes and nkey == "rdma_library":
-            facts["rdma_library_loaded"] = _state(value)
-        elif dashes and nkey == "rdma_devices":
-            facts["rdma_devices_configured"] = _state(value)
-        elif section == "cufile_configuration" or _CONFIG_KEY.match(key.strip()):
-            facts["config"][key.strip()] = _typed(value)
-        elif section == "driver_configuration" and _state(value) is not None:
-            facts["drivers"][key.strip()] = _state(value)
-        elif section == "driver_configuration" and _modes(value) is not None:
-            facts["driver_modes"][key.strip()] = _modes(value)
-            facts["drivers"][key.strip()] = bool(set(_modes(value) or []) & _GDS_TOKENS)
-        elif section == "environment":
-            continue
-        else:
+        if not _pair_line(facts, section, dashes, key, value):
             facts["other"].append(stripped)
     config = facts["config"]
     for name in ("properties.use_compat_mode", "properties.allow_compat_mode"):

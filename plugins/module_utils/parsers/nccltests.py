@@ -99,6 +99,48 @@ def _row(tokens: List[str], cols: Dict[str, Any]) -> Dict[str, Any]:
     return row
 
 
+def _preamble_line(
+    stripped: str, out: Dict[str, Any], devices: List[Dict[str, Any]], tail: Dict[str, Any]
+) -> Optional[Dict[str, Any]]:
+    """Read one line outside the result rows into ``out`` (version, collective, threads and GPUs),
+    ``devices`` (one per rank) or ``tail`` (the out-of-bounds and average lines); the columns when
+    the line is the table's header, else None."""
+    match = _VERSION.match(stripped)
+    if match:
+        out["version"] = match.group(1)
+        out["nccl"] = nccl_version(match.group(3) or match.group(2))
+        return None
+    match = _STARTING.match(stripped)
+    if match:
+        out["collective"] = match.group(1)
+        return None
+    match = _NTHREAD.search(stripped)
+    if match and "minBytes" in stripped:
+        out["nthread"], out["ngpus"] = int(match.group(1)), int(match.group(2))
+        return None
+    match = _RANK.match(stripped if stripped.startswith("#") else "# " + stripped)
+    if match:
+        devices.append(
+            {
+                "rank": int(match.group("rank")),
+                "host": match.group("host"),
+                "device": int(match.group("device")),
+                "bus": match.group("bus"),
+                "name": match.group("name"),
+            }
+        )
+        return None
+    match = _OOB.match(stripped)
+    if match:
+        tail["oob"] = {"count": int(match.group(1)), "ok": match.group(2) != "FAILED" and int(match.group(1)) == 0}
+        return None
+    match = _AVG.match(stripped)
+    if match:
+        tail["avg"] = (_number(match.group(1), "avg bus bandwidth"), match.group(2))
+        return None
+    return _columns(stripped)
+
+
 def parse(text: str) -> Dict[str, Any]:
     """Parse one nccl-tests run.
 
@@ -114,48 +156,13 @@ def parse(text: str) -> Dict[str, Any]:
     devices: List[Dict[str, Any]] = []
     rows: List[Dict[str, Any]] = []
     cols: Optional[Dict[str, Any]] = None
-    oob = avg = None
+    tail: Dict[str, Any] = {"oob": None, "avg": None}  # the summary lines after the table
     for line in text.splitlines():
         stripped = line.strip()
         if not stripped:
             continue
         if stripped.startswith("#") or cols is None:
-            match = _VERSION.match(stripped)
-            if match:
-                out["version"] = match.group(1)
-                out["nccl"] = nccl_version(match.group(3) or match.group(2))
-                continue
-            match = _STARTING.match(stripped)
-            if match:
-                out["collective"] = match.group(1)
-                continue
-            match = _NTHREAD.search(stripped)
-            if match and "minBytes" in stripped:
-                out["nthread"], out["ngpus"] = int(match.group(1)), int(match.group(2))
-                continue
-            match = _RANK.match(stripped if stripped.startswith("#") else "# " + stripped)
-            if match:
-                devices.append(
-                    {
-                        "rank": int(match.group("rank")),
-                        "host": match.group("host"),
-                        "device": int(match.group("device")),
-                        "bus": match.group("bus"),
-                        "name": match.group("name"),
-                    }
-                )
-                continue
-            match = _OOB.match(stripped)
-            if match:
-                oob = {"count": int(match.group(1)), "ok": match.group(2) != "FAILED" and int(match.group(1)) == 0}
-                continue
-            match = _AVG.match(stripped)
-            if match:
-                avg = (_number(match.group(1), "avg bus bandwidth"), match.group(2))
-                continue
-            found = _columns(stripped)
-            if found:
-                cols = found
+            cols = _preamble_line(stripped, out, devices, tail) or cols
             continue
         tokens = stripped.split()
         if not _UINT.fullmatch(tokens[0]) or not tokens[1:2] or not _UINT.fullmatch(tokens[1]):
@@ -168,6 +175,7 @@ def parse(text: str) -> Dict[str, Any]:
         raise NcclTestsError("no nccl-tests column header ('size count type ... time algbw busbw') in the output")
     if not rows:
         raise NcclTestsError("the nccl-tests result table has no rows")
+    oob, avg = tail["oob"], tail["avg"]
     wrong_total = sum((r[k].get("wrong") or 0) for r in rows for k in ("out_of_place", "in_place") if k in r)
     peak = max(rows, key=lambda r: r["out_of_place"]["busbw_gbps"])
     out.update(

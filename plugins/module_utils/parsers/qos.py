@@ -56,6 +56,56 @@ def roce_active_mtu(netdev_mtu: int) -> int:
 # --------------------------------------------------------------------------------------------
 # mlnx_qos
 # --------------------------------------------------------------------------------------------
+def _mlnx_tc_line(line: str, raw: str, lineno: int, state: Dict[str, Any], num: Callable[..., int]) -> int:
+    """Read one ``tc: N ratelimit: R, tsa: T[, bw: B%]`` line into ``state``; the TC it names."""
+    m = re.match(r"tc:\s*(\S+)\s+ratelimit:\s*([^,]*),\s*tsa:\s*(\w+)(?:,\s*bw:\s*(\S+?)%)?", line)
+    if not m:
+        raise ParseError("unparseable mlnx_qos TC line", line=raw, lineno=lineno)
+    current_tc = num(m.group(1), "TC", 0, NUM_TC - 1)
+    rate = m.group(2).strip()
+    if rate == "unlimited":
+        state["ratelimit_gbps"][current_tc] = None
+    else:  # "25.0 Gbps"
+        value = rate.split()[0] if rate.split() else rate
+        state["ratelimit_gbps"][current_tc] = number(value, "TC rate limit", line=raw, lineno=lineno)
+    state["tsa"][current_tc] = m.group(3)
+    state["tc_bw"][current_tc] = num(m.group(4), "TC bandwidth", 0, 100) if m.group(4) is not None else 0
+    return current_tc
+
+
+def _mlnx_section_line(
+    section: str,
+    line: str,
+    raw: str,
+    lineno: int,
+    state: Dict[str, Any],
+    num: Callable[..., int],
+    current_tc: Optional[int],
+) -> None:
+    """Read one line inside a section (dscp2prio, default priority, PFC, a TC's priorities) into ``state``."""
+    if section == "dscp2prio" and line.startswith("prio:"):
+        m = re.match(r"prio:(\S+)\s+dscp:([0-9,\s]*)", line)
+        if not m:
+            raise ParseError("unparseable mlnx_qos dscp2prio line", line=raw, lineno=lineno)
+        prio = num(m.group(1), "priority", 0, NUM_PRIO - 1)
+        for dscp in re.findall(r"[0-9]+", m.group(2)):
+            state["dscp2prio"].setdefault(num(dscp, "DSCP", 0, 63), []).append(prio)
+    elif section == "default_prio" and line.startswith("prio:"):
+        state["default_prio"] = num(line.split(":", 1)[1], "default priority", 0, NUM_PRIO - 1)
+    elif section == "pfc" and line.startswith("enabled"):
+        state["pfc"] = [num(x, "PFC enable flag", 0, 1) for x in line.split()[1:]][:NUM_PRIO]
+        if len(state["pfc"]) != NUM_PRIO:
+            raise ParseError("PFC 'enabled' row lists fewer than 8 flags", line=raw, lineno=lineno)
+    elif section == "pfc" and line.startswith("buffer"):
+        state["prio2buffer"] = [num(x, "receive buffer index", 0, 7) for x in line.split()[1:]][:NUM_PRIO]
+        if len(state["prio2buffer"]) != NUM_PRIO:
+            raise ParseError("PFC 'buffer' row lists fewer than 8 buffers", line=raw, lineno=lineno)
+    elif section == "tc" and line.startswith("priority:"):
+        if current_tc is None:
+            raise ParseError("priority line before any tc line", line=raw, lineno=lineno)
+        state["prio_tc"][num(line.split(":", 1)[1], "priority", 0, NUM_PRIO - 1)] = current_tc
+
+
 def parse_mlnx_qos(text: Any) -> Dict[str, Any]:
     """Parse the state printed by ``mlnx_qos -i IF [-a]``.
 
@@ -121,39 +171,9 @@ def parse_mlnx_qos(text: Any) -> Dict[str, Any]:
         elif line.startswith("tc:"):
             section = "tc"
             seen_tc = True
-            m = re.match(r"tc:\s*(\S+)\s+ratelimit:\s*([^,]*),\s*tsa:\s*(\w+)(?:,\s*bw:\s*(\S+?)%)?", line)
-            if not m:
-                raise ParseError("unparseable mlnx_qos TC line", line=raw, lineno=lineno)
-            current_tc = num(m.group(1), "TC", 0, NUM_TC - 1)
-            rate = m.group(2).strip()
-            if rate == "unlimited":
-                state["ratelimit_gbps"][current_tc] = None
-            else:  # "25.0 Gbps"
-                value = rate.split()[0] if rate.split() else rate
-                state["ratelimit_gbps"][current_tc] = number(value, "TC rate limit", line=raw, lineno=lineno)
-            state["tsa"][current_tc] = m.group(3)
-            state["tc_bw"][current_tc] = num(m.group(4), "TC bandwidth", 0, 100) if m.group(4) is not None else 0
-        elif section == "dscp2prio" and line.startswith("prio:"):
-            m = re.match(r"prio:(\S+)\s+dscp:([0-9,\s]*)", line)
-            if not m:
-                raise ParseError("unparseable mlnx_qos dscp2prio line", line=raw, lineno=lineno)
-            prio = num(m.group(1), "priority", 0, NUM_PRIO - 1)
-            for dscp in re.findall(r"[0-9]+", m.group(2)):
-                state["dscp2prio"].setdefault(num(dscp, "DSCP", 0, 63), []).append(prio)
-        elif section == "default_prio" and line.startswith("prio:"):
-            state["default_prio"] = num(line.split(":", 1)[1], "default priority", 0, NUM_PRIO - 1)
-        elif section == "pfc" and line.startswith("enabled"):
-            state["pfc"] = [num(x, "PFC enable flag", 0, 1) for x in line.split()[1:]][:NUM_PRIO]
-            if len(state["pfc"]) != NUM_PRIO:
-                raise ParseError("PFC 'enabled' row lists fewer than 8 flags", line=raw, lineno=lineno)
-        elif section == "pfc" and line.startswith("buffer"):
-            state["prio2buffer"] = [num(x, "receive buffer index", 0, 7) for x in line.split()[1:]][:NUM_PRIO]
-            if len(state["prio2buffer"]) != NUM_PRIO:
-                raise ParseError("PFC 'buffer' row lists fewer than 8 buffers", line=raw, lineno=lineno)
-        elif section == "tc" and line.startswith("priority:"):
-            if current_tc is None:
-                raise ParseError("priority line before any tc line", line=raw, lineno=lineno)
-            state["prio_tc"][num(line.split(":", 1)[1], "priority", 0, NUM_PRIO - 1)] = current_tc
+            current_tc = _mlnx_tc_line(line, raw, lineno, state, num)
+        elif section is not None:
+            _mlnx_section_line(section, line, raw, lineno, state, num, current_tc)
         # other lines (lldpad warnings, "not supported" notes, the PFC header) carry no state
     if state["pfc"] is None:
         raise ParseError("mlnx_qos output has no PFC 'enabled' row")

@@ -123,32 +123,35 @@ def nccl_net_devices(nics: List[Dict[str, Any]]) -> List[Tuple[Dict[str, Any], D
     return out
 
 
-def render_nccl_topo_xml(facts: Dict[str, Any]) -> str:
-    """NCCL_TOPO_FILE text for the GPUs and RDMA NICs in ``facts``."""
-    bridges = {b["bdf"]: b for b in facts["pcie"]["bridges"]}
-    numa_by_id = {n["id"]: n for n in facts.get("numa_nodes", [])}
-    cpu_info = facts.get("cpu") or {}
-    cpus: Dict[str, _Node] = {}
-    pcis: Dict[str, _Node] = {}
+class _Tree:
+    """The CPU and PCI nodes of the topology, each made once: a PCI device hangs where NCCL's sysfs
+    walk puts it (two path components up, stopping at the host bridge), under its NUMA node's CPU."""
 
-    def cpu_node(numa: Optional[int]) -> _Node:
+    def __init__(self, facts: Dict[str, Any]) -> None:
+        self.bridges = {b["bdf"]: b for b in facts["pcie"]["bridges"]}
+        self.numa_by_id = {n["id"]: n for n in facts.get("numa_nodes", [])}
+        self.cpu_info = facts.get("cpu") or {}
+        self.cpus: Dict[str, _Node] = {}
+        self.pcis: Dict[str, _Node] = {}
+
+    def cpu_node(self, numa: Optional[int]) -> _Node:
         numaid = str(numa) if numa is not None else "-1"
-        if numaid not in cpus:
+        if numaid not in self.cpus:
             attrs = [("numaid", numaid)]
-            node = numa_by_id.get(numa) if numa is not None else None
+            node = self.numa_by_id.get(numa) if numa is not None else None
             if node and node.get("cpumap"):
                 attrs.append(("affinity", node["cpumap"]))
             for key, attr in (("arch", "arch"), ("vendor", "vendor"), ("family", "familyid"), ("model", "modelid")):
-                if cpu_info.get(key) is not None:
-                    attrs.append((attr, str(cpu_info[key])))
-            cpus[numaid] = _Node("cpu", attrs)
-        return cpus[numaid]
+                if self.cpu_info.get(key) is not None:
+                    attrs.append((attr, str(self.cpu_info[key])))
+            self.cpus[numaid] = _Node("cpu", attrs)
+        return self.cpus[numaid]
 
-    def pci_node(dev: Dict[str, Any], bdf: str) -> _Node:
-        if bdf in pcis:
-            return pcis[bdf]
+    def pci_node(self, dev: Dict[str, Any], bdf: str) -> _Node:
+        if bdf in self.pcis:
+            return self.pcis[bdf]
         path = dev.get("pci_path") or []
-        parent = bridges.get(path[-1]) if path else None
+        parent = self.bridges.get(path[-1]) if path else None
         speed, width = _nccl_link(dev, parent)
         attrs = [
             ("busid", bdf),
@@ -161,46 +164,49 @@ def render_nccl_topo_xml(facts: Dict[str, Any]) -> str:
             ("link_width", width),
         ]
         node = _Node("pci", attrs)
-        pcis[bdf] = node
+        self.pcis[bdf] = node
         # NCCL's parent: two path components up, stopping at the host bridge
         if len(path) >= 2:
-            up = bridges.get(path[-2])
-            parent_node = pci_node(up, path[-2]) if up else cpu_node(dev.get("numa_node"))
+            up = self.bridges.get(path[-2])
+            parent_node = self.pci_node(up, path[-2]) if up else self.cpu_node(dev.get("numa_node"))
         else:
-            parent_node = cpu_node(dev.get("numa_node"))
+            parent_node = self.cpu_node(dev.get("numa_node"))
         parent_node.subs.append(node)
         return node
 
-    nvlink = facts.get("paths", {}).get("nvlink") or {}
-    gpu_bdf = {g["name"]: g["bdf"] for g in facts["gpus"]}
-    for g in facts["gpus"]:
-        node = pci_node(g, g["bdf"])
-        gattrs = [("dev", str(g["index"]))]
-        if g.get("sm") is not None:
-            gattrs.append(("sm", str(g["sm"])))
-        gattrs += [("rank", str(g["index"])), ("gdr", "1")]
-        gnode = _Node("gpu", gattrs)
-        peers = nvlink.get(g["name"]) or {}
-        counts = set(peers.values())
-        if peers and counts == {18} and g.get("sm") == 90:
-            gnode.subs.append(_Node("nvlink", [("target", NVSWITCH_TARGET), ("count", "18"), ("tclass", "0x068000")]))
-        else:
-            for peer in sorted(peers, key=lambda p: gpu_bdf[p]):
-                gnode.subs.append(
-                    _Node(
-                        "nvlink",
-                        [("target", gpu_bdf[peer]), ("count", str(peers[peer])), ("tclass", "0x030200")],
-                    )
-                )
-        node.subs.append(gnode)
 
+def _gpu_node(g: Dict[str, Any], peers: Dict[str, int], gpu_bdf: Dict[str, str]) -> _Node:
+    """A GPU with its NVLinks: one to the NVSwitch for a Hopper GPU with 18 links to every peer,
+    else one per peer GPU."""
+    gattrs = [("dev", str(g["index"]))]
+    if g.get("sm") is not None:
+        gattrs.append(("sm", str(g["sm"])))
+    gattrs += [("rank", str(g["index"])), ("gdr", "1")]
+    gnode = _Node("gpu", gattrs)
+    counts = set(peers.values())
+    if peers and counts == {18} and g.get("sm") == 90:
+        gnode.subs.append(_Node("nvlink", [("target", NVSWITCH_TARGET), ("count", "18"), ("tclass", "0x068000")]))
+    else:
+        for peer in sorted(peers, key=lambda p: gpu_bdf[p]):
+            gnode.subs.append(
+                _Node(
+                    "nvlink",
+                    [("target", gpu_bdf[peer]), ("count", str(peers[peer])), ("tclass", "0x030200")],
+                )
+            )
+    return gnode
+
+
+def _add_nics(tree: _Tree, nics: List[Dict[str, Any]]) -> None:
+    """One ``nic`` per PCI function (ports of one merged device share it), one ``net`` per port, in
+    NCCL's device order."""
     by_pci: Dict[str, _Node] = {}
-    for dev_index, (n, p, port) in enumerate(nccl_net_devices(facts["nics"])):
+    for dev_index, (n, p, port) in enumerate(nccl_net_devices(nics)):
         busid = merged_busid(n["bdf"])
         if busid not in by_pci:
-            owner = next((x for x in facts["nics"] if x["bdf"] == busid), n)
+            owner = next((x for x in nics if x["bdf"] == busid), n)
             nic = _Node("nic", [])
-            pci_node(owner, busid).subs.append(nic)
+            tree.pci_node(owner, busid).subs.append(nic)
             by_pci[busid] = nic
         speed = int((p.get("rate_gbps") or 0) * 1000)
         by_pci[busid].subs.append(
@@ -219,15 +225,25 @@ def render_nccl_topo_xml(facts: Dict[str, Any]) -> str:
             )
         )
 
-    def sort(node: _Node) -> None:
-        node.subs.sort(key=lambda s: (s.tag != "pci", s.key()))
-        for s in node.subs:
-            sort(s)
 
+def _sort(node: _Node) -> None:
+    node.subs.sort(key=lambda s: (s.tag != "pci", s.key()))
+    for s in node.subs:
+        _sort(s)
+
+
+def render_nccl_topo_xml(facts: Dict[str, Any]) -> str:
+    """NCCL_TOPO_FILE text for the GPUs and RDMA NICs in ``facts``."""
+    tree = _Tree(facts)
+    nvlink = facts.get("paths", {}).get("nvlink") or {}
+    gpu_bdf = {g["name"]: g["bdf"] for g in facts["gpus"]}
+    for g in facts["gpus"]:
+        tree.pci_node(g, g["bdf"]).subs.append(_gpu_node(g, nvlink.get(g["name"]) or {}, gpu_bdf))
+    _add_nics(tree, facts["nics"])
     system = _Node("system", [("version", "1")])
-    for numaid in sorted(cpus, key=int):
-        system.subs.append(cpus[numaid])
-    sort(system)
+    for numaid in sorted(tree.cpus, key=int):
+        system.subs.append(tree.cpus[numaid])
+    _sort(system)
     out: List[str] = []
     system.render(out, 0)
     return "\n".join(out) + "\n"

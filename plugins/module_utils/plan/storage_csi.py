@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import json
 import posixpath
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.storage import REGISTRY, backend, by_csi_rank
 from ansible_collections.gpufabric.rollout.plugins.module_utils.storage.base import fs_label as _fs_label
@@ -206,6 +206,38 @@ def kustomization(helm_drivers: List[Mapping[str, Any]], files: List[Mapping[str
     return doc
 
 
+def _prune_namespaces(
+    drivers_cfg: Mapping[str, Any], objects: Mapping[str, List[Dict[str, Any]]]
+) -> Tuple[Set[str], Set[str]]:
+    """Where the role lists its Secrets and claims to prune those that left the plan (not in every
+    namespace: the shipped RBAC grants claims by Role in these namespaces only).
+
+    Secrets: the NFS driver's namespace, which a removed filesystem's Secret most likely used, and
+    the namespace of every planned Secret. Claims: "default", the claims' namespace unless
+    gpufabric_storage names another, and the namespace of every planned claim."""
+    secret_namespaces = {str((drivers_cfg.get("nfs") or {}).get("namespace") or "")}
+    secret_namespaces.update(
+        o["metadata"]["namespace"] for part in objects.values() for o in part if o["kind"] == "Secret"
+    )
+    claim_namespaces = {CLAIM_NAMESPACE}
+    claim_namespaces.update(
+        o["metadata"]["namespace"] for part in objects.values() for o in part if o["kind"] == "PersistentVolumeClaim"
+    )
+    return secret_namespaces, claim_namespaces
+
+
+def _node_labels(
+    fss: List[Mapping[str, Any]], where: Mapping[str, List[str]], label_prefix: str
+) -> Dict[str, Dict[str, str]]:
+    """The labels of each node: one per filesystem it has and one per backend of those."""
+    labels: Dict[str, Dict[str, str]] = {}
+    for fs in fss:
+        for node in where.get(fs["name"], []):
+            labels.setdefault(node, {})[f"{label_prefix}/fs-{fs['name']}"] = "true"
+            labels[node][f"{label_prefix}/storage-{fs['backend']}"] = "true"
+    return labels
+
+
 def plan(
     values: Mapping[str, Any], nodes: Mapping[str, Mapping[str, Any]], label_prefix: str, problems: List[str]
 ) -> Optional[Dict[str, Any]]:
@@ -242,25 +274,8 @@ def plan(
         own = [fs for fs in csi if fs["backend"] == name]
         label = f"{label_prefix}/storage-{name}"
         objects["operators"] += backend(name).operators(own, drivers_cfg[name], registry, label, problems)
-    # Where the Secrets the role writes live, listed there (not in every namespace) to prune those that
-    # left the plan: the NFS driver's namespace, which a removed filesystem's Secret most likely used,
-    # and the namespace of every planned Secret.
-    secret_namespaces = {str((drivers_cfg.get("nfs") or {}).get("namespace") or "")}
-    secret_namespaces.update(
-        o["metadata"]["namespace"] for part in objects.values() for o in part if o["kind"] == "Secret"
-    )
-    # Where the static volumes' claims live, listed there (not in every namespace: the shipped RBAC
-    # grants claims by Role in these namespaces only): "default", the claims' namespace unless
-    # gpufabric_storage names another, and the namespace of every planned claim.
-    claim_namespaces = {CLAIM_NAMESPACE}
-    claim_namespaces.update(
-        o["metadata"]["namespace"] for part in objects.values() for o in part if o["kind"] == "PersistentVolumeClaim"
-    )
-    labels: Dict[str, Dict[str, str]] = {}
-    for fs in fss:
-        for node in where.get(fs["name"], []):
-            labels.setdefault(node, {})[f"{label_prefix}/fs-{fs['name']}"] = "true"
-            labels[node][f"{label_prefix}/storage-{fs['backend']}"] = "true"
+    secret_namespaces, claim_namespaces = _prune_namespaces(drivers_cfg, objects)
+    labels = _node_labels(fss, where, label_prefix)
     return {
         "filesystems": [
             {
