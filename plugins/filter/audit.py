@@ -27,10 +27,10 @@ def audit_findings(state, node):
 
 def audit_report(findings):
     """``{checks, not_run}``: the findings in the validate report's shape."""
-    from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import audit as _audit
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import audit_report as _audit_report
 
     try:
-        checks, missing = _audit.report(_plain(list(findings or [])))
+        checks, missing = _audit_report.report(_plain(list(findings or [])))
     except (KeyError, TypeError, ValueError) as exc:
         raise AnsibleFilterError(f"audit_report: {exc}") from exc
     return {"checks": checks, "not_run": missing}
@@ -38,10 +38,10 @@ def audit_report(findings):
 
 def audit_summary(findings):
     """The console's closing lines: counts per status and every failure."""
-    from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import audit as _audit
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import audit_report as _audit_report
 
     try:
-        return _audit.summary(_plain(list(findings or [])))
+        return _audit_report.summary(_plain(list(findings or [])))
     except (KeyError, TypeError) as exc:
         raise AnsibleFilterError(f"audit_summary: {exc}") from exc
 

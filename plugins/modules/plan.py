@@ -78,19 +78,11 @@ options:
     type: bool
     default: true
 attributes:
-  action:
-    support: full
-    description: Runs on the controller as an action plugin.
   check_mode:
     support: full
     description: Only reads; the plan files are written in check mode too, as a record of the run.
-  diff_mode:
-    support: none
-    description: Nothing on a managed host changes.
-  platform:
-    support: full
-    platforms: all
-    description: The controller.
+extends_documentation_fragment:
+  - gpufabric.rollout.controller
 author:
   - gpufabric.rollout contributors (@gpufabric)
 """

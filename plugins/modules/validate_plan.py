@@ -65,19 +65,11 @@ options:
         namespace).
     type: dict
 attributes:
-  action:
-    support: full
-    description: Runs on the controller as an action plugin.
   check_mode:
     support: full
     description: Only plans; the same in check mode.
-  diff_mode:
-    support: none
-    description: Nothing on a managed host changes.
-  platform:
-    support: full
-    platforms: all
-    description: The controller.
+extends_documentation_fragment:
+  - gpufabric.rollout.controller
 author:
   - gpufabric.rollout contributors (@gpufabric)
 """

@@ -17,31 +17,22 @@ the collection would do about it. ``state`` holds:
   ``index_errors`` (package indexes it could not read), ``readback`` (the read-back checks
   against the plan, or None when no plan was computed).
 
-The checks already made for validate are reused: the link checks of ``gates``, the ACS and IOMMU
-reading of ``readback``. ``report(findings)`` gives the check records and the not-run entries the
-validate report renders. Pure; no Ansible imports.
+The checks already made for validate are reused: the link checks of ``hardware_checks``, the ACS
+and IOMMU reading of ``readback``. ``audit_report.py`` turns the findings into the validate
+report's check records and not-run entries. Pure; no Ansible imports.
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import cufile as _cufile
 from ansible_collections.gpufabric.rollout.plugins.module_utils.discover import gpudirect as _gpudirect
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import nccl as _nccl
-from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import gates as _gates
 from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import hardware_checks as _hardware_checks
 from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import readback as _readback
-from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import verdict as _verdict
 
 STATUSES = ("ok", "warn", "fail", "n/a")
-# Area -> the report's layer.
-CATEGORY = {"plan": "plan", "probe": "gpu"}
-# Measurements the audit never makes (one node, nothing started): the verdict stays "not proven".
-ACROSS_NODES = (
-    ("rdma", "an audit reads one node and starts no traffic; playbooks/validate.yml measures RDMA per rail"),
-    ("nccl", "an audit starts no Jobs; playbooks/validate.yml runs NCCL across the nodes in Pods"),
-)
 
 Finding = Dict[str, Any]
 
@@ -364,55 +355,3 @@ def findings(node: str, state: Mapping[str, Any]) -> List[Finding]:
         out.append(finding("probe", node, "probe", "n/a", "GPU probe", why))
     out += plan(node, state.get("plan") or {}, has_nic)
     return out
-
-
-# --------------------------------------------------------------------------------------------- report
-def check(f: Mapping[str, Any]) -> Dict[str, Any]:
-    """A finding as a validate check record (ok and warn pass; warn is marked)."""
-    category = CATEGORY.get(f["area"], "host")
-    name = f["name"] if category != "host" else f"{f['area']}: {f['name']}"
-    rec = _gates._check(
-        category,
-        f["node"],
-        f["subject"],
-        name,
-        measured=_text(f["seen"]),
-        expected=_text(f["expected"]),
-        threshold=_text(f["expected"]),
-        unit="",
-        passed=f["status"] in ("ok", "warn"),
-        detail=f["action"] or "",
-    )
-    if f["status"] == "warn":
-        rec["status"] = "warn"
-    return rec
-
-
-def _text(value: Any) -> Any:
-    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
-
-
-def report(found: List[Finding]) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
-    """(checks, not_run) for the validate report: a finding that does not apply is a gate not run,
-    not needed for readiness; the measurements across nodes are not run and needed."""
-    checks = [check(f) for f in found if f["status"] != "n/a"]
-    missing = [
-        _verdict.entry(CATEGORY.get(f["area"], "host"), f["node"], str(f["seen"]), False, f"{f['area']}: {f['name']}")
-        for f in found
-        if f["status"] == "n/a"
-    ]
-    missing += [_verdict.entry(cat, _verdict.ALL_NODES, why) for cat, why in ACROSS_NODES]
-    return checks, missing
-
-
-def summary(found: List[Finding]) -> List[str]:
-    """The console's closing lines: counts per status, then every failure."""
-    counts = {s: sum(f["status"] == s for f in found) for s in STATUSES}
-    lines = ["Audit: " + ", ".join(f"{n} {s}" for s, n in counts.items())]
-    lines += [
-        f"FAIL {f['area']} {f['node']} {f['subject']}: {f['name']} = {f['seen']} (expected {f['expected']})"
-        + (f" [{f['action']}]" if f["action"] else "")
-        for f in found
-        if f["status"] == "fail"
-    ]
-    return lines

@@ -11,6 +11,7 @@ from validate_support import REPO, degrade, facts, load_file
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.discover import gpudirect as _gpudirect
 from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import audit as _audit
+from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import audit_report as _audit_report
 from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import report as _report
 from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import verdict as _verdict
 
@@ -120,21 +121,21 @@ def test_plan_refusals_and_readback_are_findings(h200_topology):
 
 def test_report_keeps_every_finding_and_the_verdict_is_not_ready(h200_topology):
     found = _audit.findings("h200", state(h200_topology, gpudirect(), service_mgr="process_api"))
-    checks, missing = _audit.report(found)
-    assert len(checks) + len(missing) == len(found) + len(_audit.ACROSS_NODES)
+    checks, missing = _audit_report.report(found)
+    assert len(checks) + len(missing) == len(found) + len(_audit_report.ACROSS_NODES)
     assert _verdict.verdict(checks, missing)["state"] == "unproven"
     junit = _report.render_junit(checks, {"title": "audit"}, missing)
     assert junit.count("<testcase ") == len(checks) + len(missing)
     text = _report.render_text(checks, {"title": "audit"}, missing)
     assert "WARN host h200 RDMA NICs" in text
-    assert _audit.summary(found)[0].startswith("Audit: ")
+    assert _audit_report.summary(found)[0].startswith("Audit: ")
 
 
 def test_html_escapes_node_text(h200_topology):
     from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import report_html as _html
 
     found = _audit.findings("h200", state(h200_topology, gpudirect(), nccl_conf="NCCL_SOCKET_IFNAME=<b>eth0</b>\n"))
-    checks, missing = _audit.report(found)
+    checks, missing = _audit_report.report(found)
     page = _html.render_html(checks, [], {"title": "audit"}, missing)
     assert "<b>eth0" not in page and "&lt;b&gt;eth0" in page
 
