@@ -10,10 +10,12 @@
 #   5. one NIC of the last node trained down to x8: playbooks/validate.yml must measure again (the
 #      node's hardware changed) and fail, naming the node, the NIC and the figure (the healthy runs
 #      above passed every gate);
-# then the lab is removed. LAB_CHECK_STEPS=runs stops after step 3 (make test's run on the oldest
-# core: steps 4 and 5 prove the plan's refusals and the gates, which the unit tests prove on every
-# core of the support matrix; steps 1-3 prove that core runs the roles). Exits 1 naming the run and the hosts that changed or failed; the logs
-# stay in .lab/check/. LAB_NODES and LAB_INVENTORY run it on other node names (lab/lab.sh).
+# then the lab is removed. LAB_CHECK_STEPS=runs stops after step 3 (steps 4 and 5 prove the plan's
+# refusals and the gates, which the unit tests prove on every core of the support matrix).
+# LAB_RERUN_VENV=.lab/cores/<version> makes step 2 run on that core (make test: the oldest), so
+# that one lab proves both ends of the support matrix. Exits 1 naming the run and the hosts that
+# changed or failed; the logs stay in .lab/check/. LAB_NODES and LAB_INVENTORY run it on other node
+# names (lab/lab.sh).
 set -euo pipefail
 # shellcheck source=lab/common.sh
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/common.sh"
@@ -49,7 +51,16 @@ trap '"${LAB_ROOT}/lab.sh" down >/dev/null 2>&1 || true' EXIT
 # The first run measures (a record left by an earlier `make lab` would let it reuse that measurement).
 rm -f "${LAB_STATE}/validation-record.json"
 run first "first run (make lab)" any "${LAB_ROOT}/lab.sh" up
-run second "second run (changes nothing)" idle "${LAB_ROOT}/lab.sh" site
+# LAB_RERUN_VENV: the rerun on another core of the support matrix (make test: the oldest). The
+# converged lab must look converged to that core's modules and templates too.
+if [[ -n "${LAB_RERUN_VENV:-}" ]]; then
+    [[ -x "${LAB_RERUN_VENV}/bin/ansible-playbook" ]] || die "LAB_RERUN_VENV: no ansible-playbook in ${LAB_RERUN_VENV}/bin"
+    rerun_core="$("${LAB_RERUN_VENV}/bin/python" -c 'import ansible.release as r; print(r.__version__)')"
+    run second "second run on ansible-core ${rerun_core} (changes nothing)" idle \
+        env LAB_VENV="${LAB_RERUN_VENV}" "${LAB_ROOT}/lab.sh" site
+else
+    run second "second run (changes nothing)" idle "${LAB_ROOT}/lab.sh" site
+fi
 # The first run measured; the second changed nothing, so it reuses that measurement and says so.
 for pair in "first:Figures measured now (no earlier measurement on record)" \
     "second:Figures reused from the measurement of"; do

@@ -39,12 +39,12 @@ BUILD = "tests/build/check.sh"
 RUNNERS = (
     Runner(
         r"make lab",
-        "lab/check.sh step 1 (make lab-test, in make test)",
+        "lab/check.sh step 1 (make lab-test; make test runs it as make lab-test-matrix)",
         (("Makefile", "lab/lab.sh up"), (CHECK, '"${LAB_ROOT}/lab.sh" up')),
     ),
     Runner(
         r"make site",
-        "lab/check.sh step 2, the second run (make lab-test)",
+        "lab/check.sh step 2, the second run (make lab-test; in make lab-test-matrix on the oldest core)",
         (("Makefile", "lab/lab.sh site"), (CHECK, '"${LAB_ROOT}/lab.sh" site')),
     ),
     Runner(
