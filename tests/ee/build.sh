@@ -5,15 +5,16 @@
 # No registry or Galaxy server is reachable here, so two inputs of execution-environment.yml are
 # stood in for, and nothing else is changed:
 # - the base image is lab/ee/base.sh's local Debian 12 image (--build-arg EE_BASE_IMAGE);
-# - the collections of requirements.yml are seeded from the pinned `ansible` package into the
-#   galaxy stage, and its `ansible-galaxy collection install -r requirements.yml` runs --offline,
-#   so it still checks that those versions satisfy requirements.yml.
+# - the collections of meta/ee-collections.yml are seeded from the pinned `ansible` package into
+#   the galaxy stage, and its `ansible-galaxy collection install -r requirements.yml` (ansible-builder
+#   names its copy of meta/ee-collections.yml so) runs --offline, so it still checks that the seeded
+#   versions are the pinned ones.
 # Python packages come from PyPI and Debian packages from the Debian mirror, as in a real build.
 # Skips (saying so) only when podman cannot be had: no podman and no root/apt to install it.
 #
 # Built once per machine: ansible-builder's image is kept as localhost/gpufabric-rollout-ee:deps-KEY,
 # KEY the hash of everything that goes into it but the collection's own code (this script, the EE
-# definition, requirements.yml, bindep.txt, the Python requirements, galaxy.yml, meta/runtime.yml,
+# definition, meta/ee-collections.yml, bindep.txt, the Python requirements, galaxy.yml, meta/runtime.yml,
 # the seeded collections' manifests, the base image and ansible-builder's version). On a later run
 # with the same KEY the checked image is that one with the current collection tarball installed on
 # top by the same offline `ansible-galaxy collection install` as the EE's galaxy stage; a new KEY
@@ -52,15 +53,15 @@ cleanup() {
 }
 trap cleanup EXIT
 
-cp "${repo}/execution-environment.yml" "${repo}/requirements.yml" "${repo}/bindep.txt" "${work}/"
+cp "${repo}/execution-environment.yml" "${repo}/bindep.txt" "${work}/"
 mkdir -p "${work}/meta" "${work}/seed/ansible_collections"
-cp "${repo}/meta/ee-requirements.txt" "${repo}/meta/ee-requirements.lock" "${work}/meta/"
+cp "${repo}/meta/ee-requirements.txt" "${repo}/meta/ee-requirements.lock" "${repo}/meta/ee-collections.yml" "${work}/meta/"
 (cd "${repo}" && ansible-galaxy collection build --force --output-path "${work}/dist" >/dev/null)
 site="$("${python}" -c 'import ansible_collections, os; print(os.path.dirname(ansible_collections.__file__))' 2>/dev/null ||
     "${python}" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"] + "/ansible_collections")')"
-# The collections of requirements.yml and, as Galaxy would fetch them, their own dependencies
+# The collections of meta/ee-collections.yml and, as Galaxy would fetch them, their own dependencies
 # (MANIFEST.json; community.general 13 needs community.library_inventory_filtering_v1).
-for collection in $("${python}" - "${work}/requirements.yml" "${site}" <<'PY'
+for collection in $("${python}" - "${work}/meta/ee-collections.yml" "${site}" <<'PY'
 import json
 import sys
 
@@ -98,7 +99,7 @@ PY
 
 key="$(
     {
-        cat "${BASH_SOURCE[0]}" "${work}/execution-environment.yml" "${work}/requirements.yml" "${work}/bindep.txt" \
+        cat "${BASH_SOURCE[0]}" "${work}/execution-environment.yml" "${work}/meta/ee-collections.yml" "${work}/bindep.txt" \
             "${work}/meta/ee-requirements.txt" "${work}/meta/ee-requirements.lock" "${repo}/galaxy.yml" "${repo}/meta/runtime.yml"
         find "${work}/seed" -name MANIFEST.json -print0 | sort -z | xargs -0 cat
         podman image inspect --format '{{.Id}}' "${base}"
@@ -174,7 +175,7 @@ for req in yaml.safe_load(open(sys.argv[1]))["collections"]:
 if "gpufabric.rollout" not in installed:
     sys.exit("gpufabric.rollout is not installed")
 print("     " + ", ".join(f"{k} {v}" for k, v in sorted(installed.items())))
-' "${repo}/requirements.yml" <<<"${out}"; then
+' "${repo}/meta/ee-collections.yml" <<<"${out}"; then
     status=1
 fi
 check "the Python dependencies import" python3 -c 'import ansible_runner, kubernetes, netaddr, jmespath, matplotlib, yaml; print(kubernetes.__version__, netaddr.__version__, matplotlib.__version__)' &&

@@ -25,6 +25,7 @@ from packaging.requirements import Requirement
 EE = yaml.safe_load((REPO_ROOT / "execution-environment.yml").read_text())
 GALAXY = yaml.safe_load((REPO_ROOT / "galaxy.yml").read_text())
 COLLECTION_REQS = yaml.safe_load((REPO_ROOT / "requirements.yml").read_text())["collections"]
+EE_COLLECTIONS = yaml.safe_load((REPO_ROOT / "meta/ee-collections.yml").read_text())["collections"]
 EE_PYTHON = [
     Requirement(line)
     for line in (REPO_ROOT / "meta/ee-requirements.txt").read_text().splitlines()
@@ -60,6 +61,34 @@ def test_tested_collection_versions_are_inside_the_ranges():
         version = manifest["collection_info"]["version"]
         assert meets_requirements(version, req["version"]), (
             f"{req['name']} {version} (tested) is outside {req['version']}"
+        )
+
+
+def _tested_collection_version(name: str) -> str:
+    """The version of a collection the tests import (the `ansible` package's copy)."""
+    import ansible_collections
+
+    for path in ansible_collections.__path__:
+        manifest = Path(path) / name.replace(".", "/") / "MANIFEST.json"
+        if manifest.exists():
+            return json.loads(manifest.read_text())["collection_info"]["version"]
+    raise AssertionError(f"{name} is not installed beside the tests")
+
+
+def test_the_ee_installs_each_dependency_collection_at_exactly_the_tested_version():
+    assert EE["dependencies"]["galaxy"] == "meta/ee-collections.yml"
+    assert [c["name"] for c in EE_COLLECTIONS] == [c["name"] for c in COLLECTION_REQS]
+    ranges = {c["name"]: c["version"] for c in COLLECTION_REQS}
+    for req in EE_COLLECTIONS:
+        pinned = req["version"]
+        assert pinned.startswith("==") and "," not in pinned and "*" not in pinned, (
+            f"{req['name']}: {pinned} is not one version"
+        )
+        assert pinned[2:] == _tested_collection_version(req["name"]), (
+            f"{req['name']}: the EE pins {pinned}, the tests run another"
+        )
+        assert meets_requirements(pinned[2:], ranges[req["name"]]), (
+            f"{req['name']} {pinned} is outside {ranges[req['name']]}"
         )
 
 
@@ -188,7 +217,7 @@ def context(tmp_path_factory, tarball):
     work = tmp_path_factory.mktemp("ee")
     for name in (
         "execution-environment.yml",
-        "requirements.yml",
+        "meta/ee-collections.yml",
         "bindep.txt",
         "meta/ee-requirements.txt",
         "meta/ee-requirements.lock",
@@ -209,7 +238,7 @@ def context(tmp_path_factory, tarball):
 
 def test_context_has_the_requirement_files(context):
     build = context / "_build"
-    assert (build / "requirements.yml").read_text() == (REPO_ROOT / "requirements.yml").read_text()
+    assert (build / "requirements.yml").read_text() == (REPO_ROOT / "meta/ee-collections.yml").read_text()
     assert (build / "requirements.txt").read_text() == (REPO_ROOT / "meta/ee-requirements.lock").read_text()
     assert (build / "configs" / "ee-requirements.lock").read_text() == (
         REPO_ROOT / "meta/ee-requirements.lock"
