@@ -68,11 +68,7 @@ options:
 extends_documentation_fragment:
   - gpufabric.rollout.read_only
   - kubernetes.core.k8s_auth_options
-attributes:
-  platform:
-    platforms: posix
-    support: full
-    description: The controller (any host with the C(kubernetes) library that reaches the API server).
+  - gpufabric.rollout.api_client
 author:
   - gpufabric.rollout contributors (@gpufabric)
 """

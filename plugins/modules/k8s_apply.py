@@ -45,6 +45,7 @@ options:
     default: 60
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
+  - gpufabric.rollout.api_client
 attributes:
   check_mode:
     description: Every apply is a dry run on the API server (dryRun=All); what would change is reported.
@@ -52,10 +53,6 @@ attributes:
   diff_mode:
     description: Each changed object before and after (without status and server-stamped metadata).
     support: full
-  platform:
-    platforms: posix
-    support: full
-    description: The controller (any host with the C(kubernetes) library that reaches the API server).
 author:
   - gpufabric.rollout contributors (@gpufabric)
 """

@@ -47,6 +47,7 @@ options:
     default: 60
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
+  - gpufabric.rollout.api_client
 attributes:
   check_mode:
     description: Reads the Nodes and reports what it would patch; writes nothing.
@@ -54,10 +55,6 @@ attributes:
   diff_mode:
     description: The owned labels of each Node that would change, before and after.
     support: full
-  platform:
-    platforms: posix
-    support: full
-    description: The controller (any host with the C(kubernetes) library that reaches the API server).
 author:
   - gpufabric.rollout contributors (@gpufabric)
 """
