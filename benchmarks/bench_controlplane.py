@@ -8,8 +8,11 @@ Prints, never fails on timing:
   restart of a stopped one (same state), each to "default ServiceAccount exists";
 - registering 4,096 GPU nodes the way the lab registers its nodes (lab/cluster/nodes.py:
   server-side apply of each Node and its status, capacity from the dgx-h200-8x8 snapshot's
-  discovery), the time until kwok reports all of them Ready, and the resident memory of etcd,
+  discovery), the time until kwok reports all of them Ready (waiting at most BENCH_READY_SECONDS,
+  default 300), how many are Ready then and 30 s later and, for the others, why (their Ready
+  condition's reason and message, or none written yet), and the resident memory of etcd,
   kube-apiserver, kube-controller-manager, kube-scheduler and kwok afterwards.
+Usage: .venv/bin/python benchmarks/bench_controlplane.py [NODES]   (default 4,096)
 Each cluster is private (a temporary GPUFABRIC_KUBE_DIR) and removed at the end.
 """
 
@@ -21,7 +24,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
+from typing import Tuple
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "lab" / "cluster"))
@@ -29,6 +34,8 @@ sys.path.insert(0, str(REPO / "lab" / "cluster"))
 import nodes as lab_nodes  # lab/cluster/nodes.py
 
 NODES = 4096
+# How long to wait for every Node to be Ready before saying how many are and why the others are not.
+READY_SECONDS = int(os.environ.get("BENCH_READY_SECONDS", "300"))
 KUBE_SH = REPO / "lab" / "kube.sh"
 COMPONENTS = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"]
 
@@ -88,12 +95,12 @@ def rss_mib(state: Path) -> str:
     return ", ".join(out)
 
 
-def many_nodes() -> None:
+def many_nodes(nodes: int) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-kube-") as tmp:
         state, sysroots = Path(tmp) / "kube", Path(tmp) / "sysroots"
         kube_sh(state, "start")
         try:
-            names = [f"gpu-node-{i:04d}" for i in range(1, NODES + 1)]
+            names = [f"gpu-node-{i:04d}" for i in range(1, nodes + 1)]
             t0 = time.perf_counter()
             objs = lab_nodes.describe([(n, "dgx-h200-8x8") for n in names], sysroots, "2Ti")
             described = time.perf_counter() - t0
@@ -102,30 +109,42 @@ def many_nodes() -> None:
             lab_nodes.register(core, objs, workers=16)
             registered = time.perf_counter() - t0
             print(
-                f"{NODES} nodes: described from one snapshot in {described:.1f} s, registered (2 server-side "
-                f"applies each, 16 clients) in {registered:.1f} s = {NODES / registered:.0f} nodes/s"
+                f"{nodes} nodes: described from one snapshot in {described:.1f} s, registered (2 server-side "
+                f"applies each, 16 clients) in {registered:.1f} s = {nodes / registered:.0f} nodes/s"
             )
 
-            def ready() -> int:
+            def ready() -> Tuple[int, Counter]:
+                """Nodes Ready, and why the others are not: their Ready condition's reason and message,
+                or that kwok has not written one yet."""
                 # Raw JSON from the watch cache: the client's models for 4,096 Nodes take seconds to build.
                 resp = core.list_node(resource_version="0", _preload_content=False)
-                items = json.loads(resp.data)["items"]
-                return sum(
-                    1
-                    for n in items
-                    for c in n["status"].get("conditions") or []
-                    if c["type"] == "Ready" and c["status"] == "True"
-                )
+                why: Counter = Counter()
+                count = 0
+                for n in json.loads(resp.data)["items"]:
+                    cond = next((c for c in n["status"].get("conditions") or [] if c["type"] == "Ready"), None)
+                    if cond and cond["status"] == "True":
+                        count += 1
+                    elif cond:
+                        why[f"Ready={cond['status']} {cond.get('reason', '')}: {cond.get('message', '')[:100]}"] += 1
+                    else:
+                        why["no Ready condition yet (kwok has not reported the node)"] += 1
+                return count, why
 
-            deadline = time.perf_counter() + 600
-            count = ready()
-            while count < NODES and time.perf_counter() < deadline:
+            def show(count: int, why: Counter, when: str) -> None:
+                print(f"{count}/{nodes} nodes Ready (kwok) {when}")
+                for reason, many in why.most_common():
+                    print(f"  not Ready: {many} x {reason}")
+
+            deadline = time.perf_counter() + READY_SECONDS
+            count, why = ready()
+            while count < nodes and time.perf_counter() < deadline:
                 time.sleep(2)
-                count = ready()
+                count, why = ready()
             all_ready = time.perf_counter() - t0
-            print(f"{count}/{NODES} nodes Ready (kwok) {all_ready:.1f} s after the first registration")
+            show(count, why, f"{all_ready:.1f} s after the first registration (waited at most {READY_SECONDS} s)")
             time.sleep(30)  # a few lease renewals of every node (kwok renews like a kubelet)
-            print(f"{ready()}/{NODES} still Ready after 30 s of lease renewals; resident memory: {rss_mib(state)}")
+            count, why = ready()
+            show(count, why, f"after 30 s more of lease renewals; resident memory: {rss_mib(state)}")
             cap = core.read_node(names[-1]).status.capacity
             print(f"{names[-1]}: cpu {cap['cpu']}, memory {cap['memory']}, nvidia.com/gpu {cap['nvidia.com/gpu']}")
         finally:
@@ -135,7 +154,7 @@ def many_nodes() -> None:
 def main() -> int:
     build_times()
     start_times()
-    many_nodes()
+    many_nodes(int(sys.argv[1]) if len(sys.argv) > 1 else NODES)
     return 0
 
 
