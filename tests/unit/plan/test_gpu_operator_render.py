@@ -4,23 +4,20 @@ next run changes (including removing the files of objects the plan no longer has
 
 from __future__ import annotations
 
-import functools
 import hashlib
-import http.server
-import importlib.util
 import json
 import os
 import re
 import shutil
 import subprocess
 import tarfile
-import threading
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict
 
 import pytest
 import yaml
 from conftest import REPO
+from signed_charts import HELM, kustomize_build, signed_repository
 from test_gpu_operator_plan import CHART, NO_DRIVER, OPERATOR, V100, plan_all
 
 PLAYBOOK = Path(__file__).resolve().parent / "playbooks" / "gpu_operator_render.yml"
@@ -115,50 +112,14 @@ def test_render_mode_writes_the_plan_once_and_check_mode_is_exact(specs, tmp_pat
 # The repository here serves the lab's stand-in chart signed with a key made for the test
 # (lab/charts/signed_repo.py); after the render it serves an attacker's chart under the same name.
 
-HELM = REPO / ".tools" / "bin" / "helm"
-KUBECTL = REPO / ".tools" / "bin" / "kubectl"
 ARCHIVE = "gpu-operator-v26.7.0.tgz"
-
-
-def _signed_repo_module():
-    spec = importlib.util.spec_from_file_location("signed_repo", REPO / "lab" / "charts" / "signed_repo.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
 
 
 @pytest.fixture(scope="module")
 def signed_chart_repo(tmp_path_factory):
-    """The stand-in gpu-operator chart, signed (helm package --sign), served on 127.0.0.1; the keyring that
-    verifies it, and an attacker's keyring that does not."""
-    for tool in (HELM, Path(shutil.which("gpg") or "/nonexistent")):
-        if not tool.exists():
-            pytest.fail(f"{tool.name} is missing: `make tools` installs it")
-    signed_repo = _signed_repo_module()
-    base = tmp_path_factory.mktemp("signed-repo")
-    (base / "vendor").mkdir()
-    served = signed_repo.build(base / "vendor", [str(CHART)])
-    attacker = base / "attacker"
-    attacker.mkdir(mode=0o700)
-    signed_repo.gpg(attacker, "--quick-generate-key", "attacker <a@example.invalid>", "rsa2048", "sign", "1d")
-    signed_repo.gpg(attacker, "--export", "-o", str(attacker / "pubring.gpg"))
-    handler = functools.partial(_QuietHandler, directory=str(served))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    url = f"http://127.0.0.1:{httpd.server_address[1]}"
-    subprocess.run([str(HELM), "repo", "index", str(served), "--url", url], check=True, capture_output=True)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield {
-        "url": url,
-        "served": served,
-        "keyring": base / "vendor" / "pubring.gpg",
-        "attacker": attacker / "pubring.gpg",
-    }
-    httpd.shutdown()
+    """The stand-in gpu-operator chart, signed (helm package --sign), served on 127.0.0.1."""
+    with signed_repository(tmp_path_factory.mktemp("signed-repo"), [CHART]) as repo:
+        yield repo
 
 
 def render(tmp_path: Path, plan: Dict[str, Any], chart_vars: Dict[str, Any], check: bool = False):
@@ -186,21 +147,6 @@ def render(tmp_path: Path, plan: Dict[str, Any], chart_vars: Dict[str, Any], che
     proc = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
     recap = re.search(r"localhost\s+:\s+ok=\d+\s+changed=(\d+)", proc.stdout)
     return proc.returncode, proc.stdout[-5000:] + proc.stderr[-2000:], int(recap.group(1)) if recap else -1
-
-
-def kustomize_build(folder: Path, tmp_path: Path) -> List[Dict[str, Any]]:
-    """`kubectl kustomize --enable-helm` (kustomize's HelmChartInflationGenerator) of the render directory."""
-    env = dict(os.environ, HELM_CACHE_HOME=str(tmp_path / "kz" / "cache"), HELM_CONFIG_HOME=str(tmp_path / "kz"))
-    proc = subprocess.run(
-        [str(KUBECTL), "kustomize", "--enable-helm", "--helm-command", str(HELM), str(folder)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
-    return [d for d in yaml.safe_load_all(proc.stdout) if d]
 
 
 def test_render_mode_ships_the_chart_verified_against_the_keyring(specs, tmp_path, signed_chart_repo):
@@ -245,10 +191,11 @@ def test_render_mode_ships_the_chart_verified_against_the_keyring(specs, tmp_pat
     original = served.read_bytes()
     try:
         served.write_bytes((evil / ARCHIVE).read_bytes())
-        built = kustomize_build(folder, tmp_path)
+        build = kustomize_build(folder, tmp_path / "kustomize")
     finally:
         served.write_bytes(original)
-    kinds = {(o["kind"], o["metadata"]["name"]) for o in built}
+    assert build.returncode == 0, build.stderr
+    kinds = {(o["kind"], o["metadata"]["name"]) for o in yaml.safe_load_all(build.stdout) if o}
     assert ("ConfigMap", "evil") not in kinds
     assert any(kind == "ClusterPolicy" for kind, _name in kinds), kinds
     assert not (charts / "gpu-operator-v26.7.0").exists(), "kustomize downloaded nothing into the chart home"
