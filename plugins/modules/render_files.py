@@ -54,7 +54,7 @@ options:
     description:
       - Subdirectories of O(path) made copies of directories on this host. Every file under O(trees[].src) is
         copied to the same relative path under O(trees[].dir) (mode O(mode), directories 0755), rewriting only
-        the files whose bytes or mode differ. Several entries may name the same O(trees[].dir): it then holds
+        the files whose bytes or mode differ. Several entries may name the same O(trees[].dir), which then holds
         the files of all their sources, and a file two sources have is refused.
       - With O(prune), the files and emptied directories under O(trees[].dir) that no source has are removed
         (for example an earlier chart version's archive); directories O(trees) does not name are left alone.
