@@ -183,7 +183,11 @@ def kustomization(helm_drivers: List[Mapping[str, Any]], files: List[Mapping[str
     ``helm_drivers``: the plan's drivers installed with Helm, as ``dict2items`` gives them (key: the backend,
     value: the driver's plan); ``files``: the rendered object files (``file``), the kustomization's resources.
     kustomize's helmCharts fields (kubectl-docs, "helmCharts", kustomize v5): name, repo, version, chartHome,
-    releaseName, namespace, includeCRDs, valuesFile."""
+    releaseName, namespace, includeCRDs, valuesFile.
+
+    A chart from a repository with a chart_keyring names no repo: render mode verified it and shipped it
+    under the default chart home (charts/NAME, where kustomize's HelmChartInflationGenerator reads an
+    entry without a repo), so kustomize builds from the verified copy and never downloads the chart."""
     doc: Dict[str, Any] = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization"}
     charts = []
     for driver in helm_drivers or []:
@@ -193,7 +197,8 @@ def kustomization(helm_drivers: List[Mapping[str, Any]], files: List[Mapping[str
         if path:
             chart["chartHome"] = posixpath.dirname(path)
         else:
-            chart["repo"] = value.get("chart_repo_url")
+            if not value.get("chart_keyring"):
+                chart["repo"] = value.get("chart_repo_url")
             chart["version"] = str(value.get("chart_version"))
         chart["releaseName"] = value.get("release_name")
         chart["namespace"] = value.get("namespace")

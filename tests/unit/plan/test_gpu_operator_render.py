@@ -4,16 +4,20 @@ next run changes (including removing the files of objects the plan no longer has
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
+import tarfile
 from pathlib import Path
 from typing import Any, Dict
 
 import pytest
 import yaml
 from conftest import REPO
+from signed_charts import HELM, kustomize_build, signed_repository
 from test_gpu_operator_plan import CHART, NO_DRIVER, OPERATOR, V100, plan_all
 
 PLAYBOOK = Path(__file__).resolve().parent / "playbooks" / "gpu_operator_render.yml"
@@ -99,3 +103,126 @@ def test_render_mode_writes_the_plan_once_and_check_mode_is_exact(specs, tmp_pat
         "v26.7.0",
         "https://helm.ngc.nvidia.com/nvidia",
     )
+
+
+# ---------------------------------------------------------------------------------------------------------
+# A chart verified against gpu_operator_chart_keyring is shipped in the render directory. Before, render
+# mode named the chart's repository in the kustomization and `kustomize build --enable-helm` downloaded it
+# unverified, keyring or not: whoever controlled the repository chose what the GitOps pipeline deployed.
+# The repository here serves the lab's stand-in chart signed with a key made for the test
+# (lab/charts/signed_repo.py); after the render it serves an attacker's chart under the same name.
+
+ARCHIVE = "gpu-operator-v26.7.0.tgz"
+
+
+@pytest.fixture(scope="module")
+def signed_chart_repo(tmp_path_factory):
+    """The stand-in gpu-operator chart, signed (helm package --sign), served on 127.0.0.1."""
+    with signed_repository(tmp_path_factory.mktemp("signed-repo"), [CHART]) as repo:
+        yield repo
+
+
+def render(tmp_path: Path, plan: Dict[str, Any], chart_vars: Dict[str, Any], check: bool = False):
+    """ansible-playbook rendering `plan` with the role's chart variables `chart_vars`: (rc, output, changed)."""
+    extra = tmp_path / "chart-vars.json"
+    extra.write_text(
+        json.dumps(
+            dict(
+                chart_vars,
+                gpufabric_plan=plan,
+                gpufabric_k8s_render_dir=str(tmp_path / "render"),
+                ansible_python_interpreter=str(Path(os.sys.executable)),
+            )
+        )
+    )
+    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    env.update(
+        ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"),
+        TMPDIR=str(tmp_path),
+        HELM_CACHE_HOME=str(tmp_path / "helm" / "cache"),
+        HELM_CONFIG_HOME=str(tmp_path / "helm" / "config"),
+        HELM_DATA_HOME=str(tmp_path / "helm" / "data"),
+    )
+    argv = ["ansible-playbook", "-i", "localhost,", str(PLAYBOOK), "-e", f"@{extra}"] + (["--check"] if check else [])
+    proc = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
+    recap = re.search(r"localhost\s+:\s+ok=\d+\s+changed=(\d+)", proc.stdout)
+    return proc.returncode, proc.stdout[-5000:] + proc.stderr[-2000:], int(recap.group(1)) if recap else -1
+
+
+def test_render_mode_ships_the_chart_verified_against_the_keyring(specs, tmp_path, signed_chart_repo):
+    plan, _plans = plan_all(specs, cluster_vars={"gpufabric_k8s_mode": "render", "gpu_operator_chart_path": ""})
+    chart_vars = {
+        "gpu_operator_chart_repo_url": signed_chart_repo["url"],
+        "gpu_operator_chart_keyring": str(signed_chart_repo["keyring"]),
+        "gpu_operator_helm_binary": str(HELM),
+    }
+    rc, out, predicted = render(tmp_path, plan, chart_vars, check=True)
+    assert rc == 0 and predicted > 0, out
+    assert not (tmp_path / "render").exists(), "--check pulled and verified the chart, and wrote nothing"
+
+    rc, out, changed = render(tmp_path, plan, chart_vars)
+    assert rc == 0 and changed == predicted, out
+    folder = tmp_path / "render" / "gpu_operator"
+    kustomization = yaml.safe_load((folder / "kustomization.yaml").read_text())
+    (chart,) = kustomization["helmCharts"]
+    assert "repo" not in chart, "kustomize must not fetch the chart: it builds from the verified copy"
+    assert (chart["name"], chart["version"], chart["valuesFile"]) == ("gpu-operator", "v26.7.0", "values.yaml")
+    assert "helmGlobals" not in kustomization, "the default chart home: charts/"
+    served = signed_chart_repo["served"] / ARCHIVE
+    charts = folder / "charts"
+    assert (charts / ARCHIVE).read_bytes() == served.read_bytes(), "the archive that verified"
+    assert (charts / f"{ARCHIVE}.prov").read_bytes() == (signed_chart_repo["served"] / f"{ARCHIVE}.prov").read_bytes()
+    digest = hashlib.sha256(served.read_bytes()).hexdigest()
+    assert (charts / f"{ARCHIVE}.sha256").read_text() == f"{digest}  {ARCHIVE}\n"
+    with tarfile.open(served) as tar:
+        members = {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
+    unpacked = {str(p.relative_to(charts)): p.read_bytes() for p in (charts / "gpu-operator").rglob("*") if p.is_file()}
+    assert unpacked == members, "charts/gpu-operator is the verified archive, unpacked"
+    assert "gpu_operator_chart_keyring" in (folder / "kustomization.yaml").read_text()
+    assert render(tmp_path, plan, chart_vars)[2] == 0, "a second run changes nothing"
+
+    # The repository now serves another chart under the signed name: kustomize never asks it.
+    evil = tmp_path / "evil"
+    shutil.copytree(CHART, evil / "gpu-operator")
+    (evil / "gpu-operator" / "templates" / "evil.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: evil, namespace: default}\n"
+    )
+    subprocess.run([str(HELM), "package", str(evil / "gpu-operator"), "-d", str(evil)], check=True, capture_output=True)
+    original = served.read_bytes()
+    try:
+        served.write_bytes((evil / ARCHIVE).read_bytes())
+        build = kustomize_build(folder, tmp_path / "kustomize")
+    finally:
+        served.write_bytes(original)
+    assert build.returncode == 0, build.stderr
+    kinds = {(o["kind"], o["metadata"]["name"]) for o in yaml.safe_load_all(build.stdout) if o}
+    assert ("ConfigMap", "evil") not in kinds
+    assert any(kind == "ClusterPolicy" for kind, _name in kinds), kinds
+    assert not (charts / "gpu-operator-v26.7.0").exists(), "kustomize downloaded nothing into the chart home"
+
+
+@pytest.mark.parametrize("check", [False, True], ids=["run", "check"])
+def test_a_chart_that_does_not_verify_fails_the_render_naming_the_keyring(specs, tmp_path, signed_chart_repo, check):
+    plan, _plans = plan_all(specs, cluster_vars={"gpufabric_k8s_mode": "render", "gpu_operator_chart_path": ""})
+    chart_vars = {
+        "gpu_operator_chart_repo_url": signed_chart_repo["url"],
+        "gpu_operator_chart_keyring": str(signed_chart_repo["attacker"]),
+        "gpu_operator_helm_binary": str(HELM),
+    }
+
+    rc, out, _changed = render(tmp_path, plan, chart_vars, check=check)
+
+    assert rc != 0, out
+    assert "gpu_operator_chart_keyring: the chart gpu-operator v26.7.0" in out and "does not verify" in out, out
+    assert not (tmp_path / "render").exists(), "nothing rendered"
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith("gpufabric-chart.")], "no chart left behind"
+
+
+def test_without_a_keyring_the_kustomization_still_names_the_repository(specs, tmp_path, signed_chart_repo):
+    plan, _plans = plan_all(specs, cluster_vars={"gpufabric_k8s_mode": "render", "gpu_operator_chart_path": ""})
+    rc, out, _changed = render(tmp_path, plan, {"gpu_operator_chart_repo_url": signed_chart_repo["url"]})
+    assert rc == 0, out
+    folder = tmp_path / "render" / "gpu_operator"
+    text = (folder / "kustomization.yaml").read_text()
+    assert yaml.safe_load(text)["helmCharts"][0]["repo"] == signed_chart_repo["url"]
+    assert "verified" not in text and not (folder / "charts").exists()

@@ -379,3 +379,20 @@ def test_every_object_is_owned_by_storage_csi_so_that_a_replan_prunes_what_left(
         resource = builtin or _k8s_access.CRD_NAMES[o["kind"]].split(".")[0]
         made.add((group, resource))
     assert made <= resources, made - resources
+
+
+def test_the_kustomization_names_no_repo_for_a_chart_verified_against_its_keyring():
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import storage_csi as _plan_storage_csi
+
+    def driver(key, **value):
+        base = {"chart_name": f"{key}-chart", "chart_version": "1.0", "chart_repo_url": "https://charts.invalid"}
+        return {"key": key, "value": dict(base, release_name=key, namespace="kube-system", chart_path="", **value)}
+
+    doc = _plan_storage_csi.kustomization(
+        [driver("nfs", chart_keyring="/etc/keys/nfs.gpg"), driver("weka", chart_keyring=""), driver("other")],
+        [{"file": "sc.yaml"}],
+    )
+
+    charts = {c["releaseName"]: c for c in doc["helmCharts"]}
+    assert list(charts["nfs"]) == ["name", "version", "releaseName", "namespace", "includeCRDs", "valuesFile"]
+    assert charts["weka"]["repo"] == charts["other"]["repo"] == "https://charts.invalid"

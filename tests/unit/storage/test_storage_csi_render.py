@@ -5,11 +5,13 @@ plan takes its files with it."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
 import yaml
 from role_runner import run_role_playbook
+from signed_charts import HELM, signed_repository
 from storage_support import CRDS, CSI_VARS, REPO, cluster_plan
 
 RENDER = {"storage_csi_image_registry": "mirror.lab/csi", "gpufabric_k8s_mode": "render"}
@@ -143,3 +145,60 @@ def test_render_mode_writes_the_planned_objects(tmp_path, check):
     assert play(tmp_path, smaller, out) > 0
     names = sorted(p.name for p in folder.iterdir())
     assert not [n for n in names if "datasets" in n] and "values-nfs.yaml" not in names
+
+
+@pytest.fixture(scope="module")
+def signed_nfs_repo(tmp_path_factory):
+    """The lab's stand-in csi-driver-nfs chart, signed (helm package --sign), served on 127.0.0.1."""
+    with signed_repository(
+        tmp_path_factory.mktemp("signed-repo"), [REPO / "lab" / "charts" / "csi-driver-nfs"]
+    ) as repo:
+        yield repo
+
+
+def verified_nfs_plan(check, tmp_path, repo, keyring):
+    """The lab plan with the NFS driver's chart from `repo`, verified against `keyring`."""
+    scale, nvmf = manifests(tmp_path)
+    drivers = json.loads(json.dumps(CSI_VARS["storage_csi_drivers"]))
+    drivers["gpfs"]["manifest"] = str(scale)
+    drivers["nvmeof"]["manifest"] = str(nvmf)
+    drivers["nfs"] = {"chart_repo_url": repo["url"], "chart_keyring": str(keyring)}
+    return cluster_plan(check, {"storage_csi_drivers": drivers, "gpufabric_k8s_mode": "render"})
+
+
+@pytest.mark.slow
+def test_render_mode_ships_a_driver_chart_verified_against_its_keyring(tmp_path, check, signed_nfs_repo):
+    """Before, the kustomization named the NFS chart's repository and kustomize downloaded it unverified."""
+    plan = verified_nfs_plan(check, tmp_path, signed_nfs_repo, signed_nfs_repo["keyring"])
+    out = tmp_path / "rendered"
+    variables = {"gpufabric_plan": plan, "gpufabric_k8s_render_dir": str(out), "storage_csi_helm_binary": str(HELM)}
+    ran = run_role_playbook(tmp_path / "check", "gpufabric.rollout.storage_csi", variables, "--check")
+    assert ran["rc"] == 0 and ran["changed"] > 0, ran["out"]
+    assert not out.exists(), "--check verified the chart and wrote nothing"
+
+    assert play(tmp_path, plan, out) > 0
+    folder = out / "storage_csi"
+    text = (folder / "kustomization.yaml").read_text()
+    charts = {c["name"]: c for c in yaml.safe_load(text)["helmCharts"]}
+    assert "repo" not in charts["csi-driver-nfs"] and charts["csi-driver-nfs"]["version"] == "4.13.4"
+    assert charts["csi-wekafsplugin"]["repo"], "a chart without a keyring still names its repository"
+    archive = "csi-driver-nfs-4.13.4.tgz"
+    served = (signed_nfs_repo["served"] / archive).read_bytes()
+    assert (folder / "charts" / archive).read_bytes() == served
+    assert (folder / "charts" / f"{archive}.sha256").read_text() == f"{hashlib.sha256(served).hexdigest()}  {archive}\n"
+    assert (folder / "charts" / "csi-driver-nfs" / "Chart.yaml").is_file()
+    assert "chart_keyring was verified" in text
+    assert play(tmp_path, plan, out) == 0, "a second run changes nothing"
+
+
+@pytest.mark.slow
+def test_a_driver_chart_that_does_not_verify_fails_the_render_naming_its_keyring(tmp_path, check, signed_nfs_repo):
+    plan = verified_nfs_plan(check, tmp_path, signed_nfs_repo, signed_nfs_repo["attacker"])
+    out = tmp_path / "rendered"
+    variables = {"gpufabric_plan": plan, "gpufabric_k8s_render_dir": str(out), "storage_csi_helm_binary": str(HELM)}
+
+    ran = run_role_playbook(tmp_path, "gpufabric.rollout.storage_csi", variables)
+
+    assert ran["rc"] != 0
+    assert "storage_csi_drivers.nfs.chart_keyring: the chart csi-driver-nfs 4.13.4" in ran["out"], ran["out"]
+    assert not out.exists(), "nothing rendered"
