@@ -182,21 +182,20 @@ def kustomization(helm_drivers: List[Mapping[str, Any]], files: List[Mapping[str
 
     ``helm_drivers``: the plan's drivers installed with Helm, as ``dict2items`` gives them (key: the backend,
     value: the driver's plan); ``files``: the rendered object files (``file``), the kustomization's resources.
-    kustomize's helmCharts fields (kubectl-docs, "helmCharts", kustomize v5): name, repo, version, chartHome,
-    releaseName, namespace, includeCRDs, valuesFile.
+    kustomize's helmCharts fields (kubectl-docs, "helmCharts", kustomize v5): name, repo, version,
+    releaseName, namespace, includeCRDs, valuesFile; an entry has no chart home of its own (kustomize v5.8
+    refuses the field: there is one, helmGlobals.chartHome, "charts" by default).
 
-    A chart from a repository with a chart_keyring names no repo: render mode verified it and shipped it
-    under the default chart home (charts/NAME, where kustomize's HelmChartInflationGenerator reads an
-    entry without a repo), so kustomize builds from the verified copy and never downloads the chart."""
+    An entry without a repo is read from charts/NAME (kustomize's HelmChartInflationGenerator), where
+    render mode ships two kinds of chart: a local chart (chart_path, under its directory's name) and a
+    chart from a repository with a chart_keyring, verified first; kustomize then downloads neither."""
     doc: Dict[str, Any] = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization"}
     charts = []
     for driver in helm_drivers or []:
         value = driver["value"]
         path = value.get("chart_path")
-        chart: Dict[str, Any] = {"name": posixpath.basename(path) if path else value.get("chart_name")}
-        if path:
-            chart["chartHome"] = posixpath.dirname(path)
-        else:
+        chart: Dict[str, Any] = {"name": posixpath.basename(path.rstrip("/")) if path else value.get("chart_name")}
+        if not path:
             if not value.get("chart_keyring"):
                 chart["repo"] = value.get("chart_repo_url")
             chart["version"] = str(value.get("chart_version"))

@@ -73,6 +73,15 @@ def manifests(tmp_path):
     return scale, nvmf
 
 
+def local_chart(tmp_path):
+    """A small chart directory standing in for a Lustre CSI driver chart a user keeps on the controller."""
+    chart = tmp_path / "vendor" / "lustre-csi-driver"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: lustre-csi-driver\nversion: 0.1.0\n")
+    (chart / "templates" / "sa.yaml").write_text("apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: x\n")
+    return chart
+
+
 def play(tmp_path, plan, render_dir):
     """The storage_csi role rendering `plan` into `render_dir`; the number of changed tasks."""
     ran = run_role_playbook(
@@ -88,6 +97,9 @@ def test_render_mode_writes_the_planned_objects(tmp_path, check):
     drivers = json.loads(json.dumps(CSI_VARS["storage_csi_drivers"]))
     drivers["gpfs"]["manifest"] = str(scale)
     drivers["nvmeof"]["manifest"] = str(nvmf)
+    # the Lustre driver's chart is a local directory on the controller (chart_path), named with a trailing /
+    chart = local_chart(tmp_path)
+    drivers["lustre"]["chart_path"] = str(chart) + "/"
     plan = cluster_plan(
         check,
         {
@@ -117,7 +129,16 @@ def test_render_mode_writes_the_planned_objects(tmp_path, check):
         == "https://raw.githubusercontent.com/kubernetes-csi/csi-driver-nfs/master/charts"
     )
     assert charts["csi-driver-nfs"]["version"] == "4.13.4"
-    assert charts["lustre-csi-driver"]["chartHome"] == "/opt/lustre-csi-driver/charts"
+    # The local chart is shipped under the one chart home, charts/NAME, and its entry names neither a chart
+    # home of its own (kustomize v5 refuses the field) nor a repository, so kustomize reads that copy.
+    assert charts["lustre-csi-driver"]["name"] == "lustre-csi-driver"
+    assert not {"chartHome", "repo"} & set(charts["lustre-csi-driver"])
+    shipped = folder / "charts" / "lustre-csi-driver"
+    assert sorted(str(f.relative_to(shipped)) for f in shipped.rglob("*") if f.is_file()) == [
+        "Chart.yaml",
+        "templates/sa.yaml",
+    ]
+    assert (shipped / "Chart.yaml").read_text() == (chart / "Chart.yaml").read_text()
     assert yaml.safe_load((folder / "values-weka.yaml").read_text())["images"]["csidriver"] == (
         "mirror.lab/csi/weka.io/csi-wekafs"
     )
@@ -147,6 +168,23 @@ def test_render_mode_writes_the_planned_objects(tmp_path, check):
     assert not [n for n in names if "datasets" in n] and "values-nfs.yaml" not in names
 
 
+@pytest.mark.slow
+def test_render_mode_refuses_a_chart_path_that_holds_no_chart_naming_it(tmp_path, check):
+    drivers = json.loads(json.dumps(CSI_VARS["storage_csi_drivers"]))
+    scale, nvmf = manifests(tmp_path)
+    drivers["gpfs"]["manifest"] = str(scale)
+    drivers["nvmeof"]["manifest"] = str(nvmf)
+    drivers["lustre"]["chart_path"] = str(tmp_path / "no-such-chart")
+    plan = cluster_plan(check, {"storage_csi_drivers": drivers, "gpufabric_k8s_mode": "render"})
+    out = tmp_path / "rendered"
+    ran = run_role_playbook(
+        tmp_path, "gpufabric.rollout.storage_csi", {"gpufabric_plan": plan, "gpufabric_k8s_render_dir": str(out)}
+    )
+    assert ran["rc"] != 0
+    assert "storage_csi_drivers.lustre.chart_path" in ran["out"] and "no Chart.yaml" in ran["out"], ran["out"]
+    assert not (out / "storage_csi").exists(), "nothing is rendered"
+
+
 @pytest.fixture(scope="module")
 def signed_nfs_repo(tmp_path_factory):
     """The lab's stand-in csi-driver-nfs chart, signed (helm package --sign), served on 127.0.0.1."""
@@ -163,6 +201,7 @@ def verified_nfs_plan(check, tmp_path, repo, keyring):
     drivers["gpfs"]["manifest"] = str(scale)
     drivers["nvmeof"]["manifest"] = str(nvmf)
     drivers["nfs"] = {"chart_repo_url": repo["url"], "chart_keyring": str(keyring)}
+    drivers["lustre"]["chart_path"] = str(local_chart(tmp_path))
     return cluster_plan(check, {"storage_csi_drivers": drivers, "gpufabric_k8s_mode": "render"})
 
 
