@@ -73,7 +73,8 @@ lint: venv
 	ruff check .
 	ruff format --check .
 
-unit: tools
+# The unit tests build rendered kustomizations with `kubectl kustomize` (the control plane's kubectl).
+unit: tools controlplane
 	pytest
 
 sanity: venv

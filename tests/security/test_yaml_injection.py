@@ -61,6 +61,11 @@ def test_the_kustomization_is_emitted_not_interpolated(tmp_path, check):
     for driver in drivers.values():  # the kept manifests (files on the controller) are not this test's
         if driver.get("kind") != "helm":
             driver["install"] = False
+    # render mode ships a local chart (chart_path) in the render directory: one that exists here
+    local = tmp_path / "charts-kept" / "lustre-csi-driver"
+    local.mkdir(parents=True)
+    (local / "Chart.yaml").write_text("apiVersion: v2\nname: lustre-csi-driver\nversion: 0.1.0\n")
+    drivers["lustre"]["chart_path"] = str(local)
     out = tmp_path / "rendered"
     ran = run_role_playbook(
         tmp_path,
