@@ -24,28 +24,41 @@ PLAYBOOK = Path(__file__).resolve().parent / "playbooks" / "gpu_operator_render.
 pytestmark = pytest.mark.slow
 
 
-def run(tmp_path: Path, plan: Dict[str, Any], check: bool = False, chart_path: str = "") -> int:
-    """Run the role in render mode with this plan (and the chart source it was planned for);
-    returns the number of changed tasks."""
+def play(tmp_path: Path, plan: Dict[str, Any], variables: Dict[str, Any], check: bool = False):
+    """ansible-playbook rendering `plan` with the role variables `variables`: (rc, output, changed tasks; -1
+    when the output has no recap)."""
     extra = tmp_path / "vars.json"
     extra.write_text(
         json.dumps(
-            {
-                "gpufabric_plan": plan,
-                "gpufabric_k8s_render_dir": str(tmp_path / "render"),
-                "gpu_operator_chart_path": chart_path,
-                "ansible_python_interpreter": str(Path(os.sys.executable)),
-            }
+            dict(
+                variables,
+                gpufabric_plan=plan,
+                gpufabric_k8s_render_dir=str(tmp_path / "render"),
+                ansible_python_interpreter=str(Path(os.sys.executable)),
+            )
         )
     )
-    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1", TMPDIR=str(tmp_path))
-    env["ANSIBLE_LOCAL_TEMP"] = str(tmp_path / "ansible-tmp")
+    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    env.update(
+        ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"),
+        TMPDIR=str(tmp_path),
+        HELM_CACHE_HOME=str(tmp_path / "helm" / "cache"),
+        HELM_CONFIG_HOME=str(tmp_path / "helm" / "config"),
+        HELM_DATA_HOME=str(tmp_path / "helm" / "data"),
+    )
     argv = ["ansible-playbook", "-i", "localhost,", str(PLAYBOOK), "-e", f"@{extra}"] + (["--check"] if check else [])
     proc = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     recap = re.search(r"localhost\s+:\s+ok=\d+\s+changed=(\d+)", proc.stdout)
-    assert recap, proc.stdout[-2000:]
-    return int(recap.group(1))
+    return proc.returncode, proc.stdout[-5000:] + proc.stderr[-2000:], int(recap.group(1)) if recap else -1
+
+
+def run(tmp_path: Path, plan: Dict[str, Any], check: bool = False, chart_path: str = "") -> int:
+    """Run the role in render mode with this plan (and the chart source it was planned for);
+    returns the number of changed tasks."""
+    rc, out, changed = play(tmp_path, plan, {"gpu_operator_chart_path": chart_path}, check)
+    assert rc == 0, out
+    assert changed >= 0, out
+    return changed
 
 
 def files(tmp_path: Path) -> Dict[str, str]:
@@ -90,7 +103,7 @@ def test_render_mode_writes_the_plan_once_and_check_mode_is_exact(specs, tmp_pat
     assert run(tmp_path, crd_plan, check=True, chart_path=local) == 0
 
     # The host takes the driver back: the NVIDIADrivers and node labels leave the rendered set.
-    host_plan, _plans = plan_all(specs, cluster_vars={"gpufabric_k8s_mode": "render", "gpu_operator_chart_path": ""})
+    host_plan = render_plan(specs)
     predicted = run(tmp_path, host_plan, check=True)
     assert files(tmp_path) == written, "--check changed no file"
     assert run(tmp_path, host_plan) == predicted > 0
@@ -122,45 +135,29 @@ def signed_chart_repo(tmp_path_factory):
         yield repo
 
 
-def render(tmp_path: Path, plan: Dict[str, Any], chart_vars: Dict[str, Any], check: bool = False):
-    """ansible-playbook rendering `plan` with the role's chart variables `chart_vars`: (rc, output, changed)."""
-    extra = tmp_path / "chart-vars.json"
-    extra.write_text(
-        json.dumps(
-            dict(
-                chart_vars,
-                gpufabric_plan=plan,
-                gpufabric_k8s_render_dir=str(tmp_path / "render"),
-                ansible_python_interpreter=str(Path(os.sys.executable)),
-            )
-        )
-    )
-    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
-    env.update(
-        ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"),
-        TMPDIR=str(tmp_path),
-        HELM_CACHE_HOME=str(tmp_path / "helm" / "cache"),
-        HELM_CONFIG_HOME=str(tmp_path / "helm" / "config"),
-        HELM_DATA_HOME=str(tmp_path / "helm" / "data"),
-    )
-    argv = ["ansible-playbook", "-i", "localhost,", str(PLAYBOOK), "-e", f"@{extra}"] + (["--check"] if check else [])
-    proc = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
-    recap = re.search(r"localhost\s+:\s+ok=\d+\s+changed=(\d+)", proc.stdout)
-    return proc.returncode, proc.stdout[-5000:] + proc.stderr[-2000:], int(recap.group(1)) if recap else -1
+def render_plan(specs) -> Dict[str, Any]:
+    """The lab plan in render mode, with the chart from a repository (no chart_path)."""
+    plan, _plans = plan_all(specs, cluster_vars={"gpufabric_k8s_mode": "render", "gpu_operator_chart_path": ""})
+    return plan
+
+
+def keyring_vars(repo: Dict[str, Any], keyring: Path) -> Dict[str, Any]:
+    """The role's chart variables: the chart from `repo`, verified against `keyring`."""
+    return {
+        "gpu_operator_chart_repo_url": repo["url"],
+        "gpu_operator_chart_keyring": str(keyring),
+        "gpu_operator_helm_binary": str(HELM),
+    }
 
 
 def test_render_mode_ships_the_chart_verified_against_the_keyring(specs, tmp_path, signed_chart_repo):
-    plan, _plans = plan_all(specs, cluster_vars={"gpufabric_k8s_mode": "render", "gpu_operator_chart_path": ""})
-    chart_vars = {
-        "gpu_operator_chart_repo_url": signed_chart_repo["url"],
-        "gpu_operator_chart_keyring": str(signed_chart_repo["keyring"]),
-        "gpu_operator_helm_binary": str(HELM),
-    }
-    rc, out, predicted = render(tmp_path, plan, chart_vars, check=True)
+    plan = render_plan(specs)
+    chart_vars = keyring_vars(signed_chart_repo, signed_chart_repo["keyring"])
+    rc, out, predicted = play(tmp_path, plan, chart_vars, check=True)
     assert rc == 0 and predicted > 0, out
     assert not (tmp_path / "render").exists(), "--check pulled and verified the chart, and wrote nothing"
 
-    rc, out, changed = render(tmp_path, plan, chart_vars)
+    rc, out, changed = play(tmp_path, plan, chart_vars)
     assert rc == 0 and changed == predicted, out
     folder = tmp_path / "render" / "gpu_operator"
     kustomization = yaml.safe_load((folder / "kustomization.yaml").read_text())
@@ -179,7 +176,7 @@ def test_render_mode_ships_the_chart_verified_against_the_keyring(specs, tmp_pat
     unpacked = {str(p.relative_to(charts)): p.read_bytes() for p in (charts / "gpu-operator").rglob("*") if p.is_file()}
     assert unpacked == members, "charts/gpu-operator is the verified archive, unpacked"
     assert "gpu_operator_chart_keyring" in (folder / "kustomization.yaml").read_text()
-    assert render(tmp_path, plan, chart_vars)[2] == 0, "a second run changes nothing"
+    assert play(tmp_path, plan, chart_vars)[2] == 0, "a second run changes nothing"
 
     # The repository now serves another chart under the signed name: kustomize never asks it.
     evil = tmp_path / "evil"
@@ -203,14 +200,10 @@ def test_render_mode_ships_the_chart_verified_against_the_keyring(specs, tmp_pat
 
 @pytest.mark.parametrize("check", [False, True], ids=["run", "check"])
 def test_a_chart_that_does_not_verify_fails_the_render_naming_the_keyring(specs, tmp_path, signed_chart_repo, check):
-    plan, _plans = plan_all(specs, cluster_vars={"gpufabric_k8s_mode": "render", "gpu_operator_chart_path": ""})
-    chart_vars = {
-        "gpu_operator_chart_repo_url": signed_chart_repo["url"],
-        "gpu_operator_chart_keyring": str(signed_chart_repo["attacker"]),
-        "gpu_operator_helm_binary": str(HELM),
-    }
+    plan = render_plan(specs)
+    chart_vars = keyring_vars(signed_chart_repo, signed_chart_repo["attacker"])
 
-    rc, out, _changed = render(tmp_path, plan, chart_vars, check=check)
+    rc, out, _changed = play(tmp_path, plan, chart_vars, check=check)
 
     assert rc != 0, out
     assert "gpu_operator_chart_keyring: the chart gpu-operator v26.7.0" in out and "does not verify" in out, out
@@ -219,8 +212,8 @@ def test_a_chart_that_does_not_verify_fails_the_render_naming_the_keyring(specs,
 
 
 def test_without_a_keyring_the_kustomization_still_names_the_repository(specs, tmp_path, signed_chart_repo):
-    plan, _plans = plan_all(specs, cluster_vars={"gpufabric_k8s_mode": "render", "gpu_operator_chart_path": ""})
-    rc, out, _changed = render(tmp_path, plan, {"gpu_operator_chart_repo_url": signed_chart_repo["url"]})
+    plan = render_plan(specs)
+    rc, out, _changed = play(tmp_path, plan, {"gpu_operator_chart_repo_url": signed_chart_repo["url"]})
     assert rc == 0, out
     folder = tmp_path / "render" / "gpu_operator"
     text = (folder / "kustomization.yaml").read_text()

@@ -73,6 +73,16 @@ def manifests(tmp_path):
     return scale, nvmf
 
 
+def kept_manifest_drivers(tmp_path):
+    """The lab intent's storage_csi_drivers (a copy), the Scale and NVMe-oF drivers from the manifests of
+    ``manifests``."""
+    scale, nvmf = manifests(tmp_path)
+    drivers = json.loads(json.dumps(CSI_VARS["storage_csi_drivers"]))
+    drivers["gpfs"]["manifest"] = str(scale)
+    drivers["nvmeof"]["manifest"] = str(nvmf)
+    return drivers
+
+
 def local_chart(tmp_path):
     """A small chart directory standing in for a Lustre CSI driver chart a user keeps on the controller."""
     chart = tmp_path / "vendor" / "lustre-csi-driver"
@@ -93,10 +103,7 @@ def play(tmp_path, plan, render_dir):
 
 @pytest.mark.slow
 def test_render_mode_writes_the_planned_objects(tmp_path, check):
-    scale, nvmf = manifests(tmp_path)
-    drivers = json.loads(json.dumps(CSI_VARS["storage_csi_drivers"]))
-    drivers["gpfs"]["manifest"] = str(scale)
-    drivers["nvmeof"]["manifest"] = str(nvmf)
+    drivers = kept_manifest_drivers(tmp_path)
     # the Lustre driver's chart is a local directory on the controller (chart_path), named with a trailing /
     chart = local_chart(tmp_path)
     drivers["lustre"]["chart_path"] = str(chart) + "/"
@@ -170,10 +177,7 @@ def test_render_mode_writes_the_planned_objects(tmp_path, check):
 
 @pytest.mark.slow
 def test_render_mode_refuses_a_chart_path_that_holds_no_chart_naming_it(tmp_path, check):
-    drivers = json.loads(json.dumps(CSI_VARS["storage_csi_drivers"]))
-    scale, nvmf = manifests(tmp_path)
-    drivers["gpfs"]["manifest"] = str(scale)
-    drivers["nvmeof"]["manifest"] = str(nvmf)
+    drivers = kept_manifest_drivers(tmp_path)
     drivers["lustre"]["chart_path"] = str(tmp_path / "no-such-chart")
     plan = cluster_plan(check, {"storage_csi_drivers": drivers, "gpufabric_k8s_mode": "render"})
     out = tmp_path / "rendered"
@@ -196,10 +200,7 @@ def signed_nfs_repo(tmp_path_factory):
 
 def verified_nfs_plan(check, tmp_path, repo, keyring):
     """The lab plan with the NFS driver's chart from `repo`, verified against `keyring`."""
-    scale, nvmf = manifests(tmp_path)
-    drivers = json.loads(json.dumps(CSI_VARS["storage_csi_drivers"]))
-    drivers["gpfs"]["manifest"] = str(scale)
-    drivers["nvmeof"]["manifest"] = str(nvmf)
+    drivers = kept_manifest_drivers(tmp_path)
     drivers["nfs"] = {"chart_repo_url": repo["url"], "chart_keyring": str(keyring)}
     drivers["lustre"]["chart_path"] = str(local_chart(tmp_path))
     return cluster_plan(check, {"storage_csi_drivers": drivers, "gpufabric_k8s_mode": "render"})
