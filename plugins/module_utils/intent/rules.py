@@ -11,7 +11,8 @@ in ``roce_interfaces`` must exist) are the planner's, not these.
 
 The rules live by subject in ``intent.network_rules`` (fabric, rails, Kubernetes networks, RoCE,
 GPUDirect), ``intent.software_rules`` (DOCA, signing keys, NCCL, GPU driver, charts, GPU Operator),
-``intent.operation_rules`` (validation, batches, instance, upgrade) and ``intent.storage``; this
+``intent.operation_rules`` (validation, batches, instance, upgrade), ``intent.switch_rules`` (the
+leaves) and ``intent.storage``; this
 module lists which run for each scope.
 """
 
@@ -43,6 +44,7 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.software_
     signing_key_rules,
     topology_rules,
 )
+from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.switch_rules import switches_rules
 from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.values import Problems
 
 Rule = Callable[[Mapping[str, Any], Problems], None]
@@ -67,6 +69,7 @@ NODE_RULES: Sequence[Rule] = (
 NODE_GIVEN_RULES: Sequence[GivenRule] = (_storage_rules.storage_given_rules,)
 CLUSTER_RULES: Sequence[Rule] = (
     rails_rules,
+    switches_rules,
     k8s_rules,
     chart_rules,
     gpu_operator_rules,

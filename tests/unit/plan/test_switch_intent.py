@@ -1,0 +1,34 @@
+"""gpufabric_switches in the cluster check: the documented example is valid and gets its defaults;
+the bad shapes are in cases/bad_intent.yml (ids switch-*)."""
+
+from __future__ import annotations
+
+import yaml
+from conftest import REPO, check, lab_intent
+
+EXAMPLE = yaml.safe_load((REPO / "tests" / "unit" / "switch" / "fixtures" / "switches.yml").read_text())
+
+
+def test_the_example_switch_intent_is_valid_and_gets_its_defaults(specs):
+    variables = dict(lab_intent())
+    variables["gpufabric_rails"] = dict(variables["gpufabric_rails"], **EXAMPLE["gpufabric_rails"])
+    variables["gpufabric_switches"] = EXAMPLE["gpufabric_switches"]
+    values, problems = check(specs, "cluster", variables)
+    assert problems == []
+    switches = values["gpufabric_switches"]
+    assert switches["mtu"] == 9216
+    assert switches["ecn"] == {"min_threshold": 150000, "max_threshold": 1500000, "probability": 100}
+    assert [leaf["os"] for leaf in switches["leaves"]] == ["nvue", "sonic"]
+
+
+def test_discovered_rails_are_not_checked_against_the_leaves_here(specs):
+    """Without gpufabric_rails.rails the rails come from discovery; the intent check cannot know them."""
+    variables = dict(lab_intent())
+    variables["gpufabric_switches"] = {"leaves": [{"name": "leaf-a", "os": "nvue", "rails": [{"rail": 9, "ports": "swp1"}]}]}
+    assert check(specs, "cluster", variables)[1] == []
+
+
+def test_without_switches_nothing_is_required(specs):
+    values, problems = check(specs, "cluster", lab_intent())
+    assert problems == []
+    assert "gpufabric_switches" not in values or not (values["gpufabric_switches"] or {}).get("leaves")
