@@ -61,7 +61,9 @@ def _leaf_rules(q: str, leaf: Mapping[str, Any], faced: Dict[Tuple[Any, str], st
     os_name = leaf.get("os")
     rails = [r for r in leaf.get("rails") or [] if isinstance(r, Mapping)]
     if not rails and leaf.get("rails") is not None:  # a missing key is the argument spec's "is required"
-        problems.append(f"{q}.rails: leaf {show(leaf.get('name'))} carries no rail; give at least one rail with its ports")
+        problems.append(
+            f"{q}.rails: leaf {show(leaf.get('name'))} carries no rail; give at least one rail with its ports"
+        )
     used: Dict[str, Tuple[int, Any]] = {}  # port -> (rails index, rail)
     out: List[int] = []
     for index, item in enumerate(rails):
@@ -101,7 +103,9 @@ def _leaf_rules(q: str, leaf: Mapping[str, Any], faced: Dict[Tuple[Any, str], st
     return out
 
 
-def _rail_rules(values: Mapping[str, Any], carried: Mapping[int, List[str]], any_leaf: bool, problems: Problems) -> None:
+def _rail_rules(
+    values: Mapping[str, Any], carried: Mapping[int, List[str]], any_leaf: bool, problems: Problems
+) -> None:
     """Every leaf's rail is a rail of gpufabric_rails.rails (when listed), and every listed rail has a leaf."""
     for rail, leaves in sorted(carried.items()):
         if len(set(leaves)) < len(leaves):

@@ -24,6 +24,7 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import skew
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import storage_csi as _plan_storage_csi
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan.cluster_summary import chart_sources, summary_text
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan.node import PlanError
+from ansible_collections.gpufabric.rollout.plugins.module_utils.switch import cluster as _switch_cluster
 
 SCHEMA_VERSION = 1
 
@@ -195,6 +196,8 @@ def plan(
     label_prefix = network["config"]["label_prefix"]
     gpu_operator = _plan_gpu_operator.plan(values, nodes, label_prefix, problems)
     storage = _plan_storage_csi.plan(values, nodes, label_prefix, problems)
+    switches, switch_problems = _switch_cluster.section(values, fabric, nodes)
+    problems.extend(switch_problems)
     skew_notes: List[str] = []
     if skew_rules is not None:
         refused, skew_notes = _skew.target_set(values, nodes, skew_rules)
@@ -231,6 +234,8 @@ def plan(
         "skew_notes": skew_notes,
         "rail_notes": rail_notes,
         "charts": chart_sources(values, storage),
+        # The leaves' QoS and their review files (plan_dir/switches); None without gpufabric_switches.
+        "switches": switches,
     }
     result["summary"] = summary_text(result)
     return result

@@ -15,6 +15,7 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.discover import 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import gpu_operator as _plan_gpu_operator
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import storage_csi as _plan_storage_csi
 from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import cluster_report as _cluster_report
+from ansible_collections.gpufabric.rollout.plugins.module_utils.switch import render as _switch_render
 
 
 def node_summary(node_plan: Mapping[str, Any], topology: Mapping[str, Any]) -> str:
@@ -132,6 +133,7 @@ def summary_text(result: Mapping[str, Any]) -> str:
     lines.append(f"objects: {counts}")
     lines.extend(_plan_storage_csi.summary_lines(result.get("storage")))
     lines.extend(f"chart {c['chart']}: {c['source']}, {c['provenance']}" for c in result.get("charts") or [])
+    lines.extend(_switch_render.summary_lines(result.get("switches")))
     lines.extend(f"version skew: {note}" for note in result.get("skew_notes") or [])
     lines.extend(f"rails: {note}" for note in result.get("rail_notes") or [])
     return "\n".join(lines) + "\n"

@@ -58,21 +58,21 @@ def number(port: str) -> Tuple[str, int]:
 
 
 def compress(ports: Iterable[str]) -> str:
-    """Port names back to the shortest ranges of consecutive numbers: swp1-4,swp7."""
+    """Port names back to ranges in the grammar of ``expand``: swp1-4,swp7 and Ethernet0-28:4."""
     items = sorted(set(ports), key=number)
     out: List[str] = []
-    run: List[Tuple[str, int]] = []
-    for port in items:
-        prefix, n = number(port)
-        if run and (prefix != run[-1][0] or n != run[-1][1] + 1):
-            out.append(_run_text(run))
-            run = []
-        run.append((prefix, n))
-    if run:
-        out.append(_run_text(run))
+    i = 0
+    while i < len(items):
+        prefix, first = number(items[i])
+        j = i
+        step = number(items[i + 1])[1] - first if i + 1 < len(items) and number(items[i + 1])[0] == prefix else 0
+        while step > 0 and j + 1 < len(items) and number(items[j + 1]) == (prefix, number(items[j])[1] + step):
+            j += 1
+        if j == i or (j == i + 1 and step > 1):
+            out.append(items[i])  # a single port, or two that are not a run
+            i += 1
+            continue
+        last = number(items[j])[1]
+        out.append(f"{prefix}{first}-{last}" + (f":{step}" if step > 1 else ""))
+        i = j + 1
     return ",".join(out)
-
-
-def _run_text(run: List[Tuple[str, int]]) -> str:
-    prefix, first = run[0]
-    return f"{prefix}{first}" if len(run) == 1 else f"{prefix}{first}-{run[-1][1]}"

@@ -4,7 +4,11 @@ the bad shapes are in cases/bad_intent.yml (ids switch-*)."""
 from __future__ import annotations
 
 import yaml
-from conftest import REPO, check, lab_intent
+from conftest import REPO, check, lab_intent, node_facts
+from test_bad_intent import SKEW, node_plan
+
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import cluster as _plan_cluster
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node_records as _node_records
 
 EXAMPLE = yaml.safe_load((REPO / "tests" / "unit" / "switch" / "fixtures" / "switches.yml").read_text())
 
@@ -24,7 +28,9 @@ def test_the_example_switch_intent_is_valid_and_gets_its_defaults(specs):
 def test_discovered_rails_are_not_checked_against_the_leaves_here(specs):
     """Without gpufabric_rails.rails the rails come from discovery; the intent check cannot know them."""
     variables = dict(lab_intent())
-    variables["gpufabric_switches"] = {"leaves": [{"name": "leaf-a", "os": "nvue", "rails": [{"rail": 9, "ports": "swp1"}]}]}
+    variables["gpufabric_switches"] = {
+        "leaves": [{"name": "leaf-a", "os": "nvue", "rails": [{"rail": 9, "ports": "swp1"}]}]
+    }
     assert check(specs, "cluster", variables)[1] == []
 
 
@@ -32,3 +38,24 @@ def test_without_switches_nothing_is_required(specs):
     values, problems = check(specs, "cluster", lab_intent())
     assert problems == []
     assert "gpufabric_switches" not in values or not (values["gpufabric_switches"] or {}).get("leaves")
+
+
+def test_the_cluster_plan_carries_the_leaves_and_their_files(specs):
+    """The example on the lab's two nodes: the plan has every leaf's QoS and the review files."""
+    records = {}
+    for index, name in ((1, "gpu-node-01"), (2, "gpu-node-02")):
+        facts = node_facts(index)
+        plan = node_plan(specs, dict(lab_intent(), gpufabric_k8s_node_name=name), facts)
+        records[name] = _node_records.node_record(plan, facts["topology"])
+    variables = dict(lab_intent())
+    variables["gpufabric_rails"] = dict(variables["gpufabric_rails"], **EXAMPLE["gpufabric_rails"])
+    variables["gpufabric_switches"] = EXAMPLE["gpufabric_switches"]
+    values, problems = check(specs, "cluster", variables)
+    assert problems == []
+    result = _plan_cluster.plan(values, records, skew_rules=SKEW)
+    switches = result["switches"]
+    assert sorted(switches["leaves"]) == ["leaf-a", "leaf-b"]
+    assert switches["leaves"]["leaf-a"]["intent"]["host_mtu"] == 9000
+    assert [f["file"] for f in switches["files"]] == ["leaf-a.nvue.yaml", "leaf-b.sonic.yaml", "ports.yaml"]
+    assert "switch leaf-b (sonic): rails 4, 5, 6, 7" in result["summary"]
+    assert _plan_cluster.plan(check(specs, "cluster", lab_intent())[0], records, skew_rules=SKEW)["switches"] is None

@@ -43,3 +43,9 @@ def test_bad_ranges_say_what_is_wrong(text, os_name, words):
 def test_compress_is_the_inverse_for_consecutive_ports():
     assert ports.compress(["swp3", "swp1", "swp2", "swp7", "swp10", "swp9"]) == "swp1-3,swp7,swp9-10"
     assert ports.compress(ports.expand("swp1-32", "nvue")) == "swp1-32"
+
+
+def test_compress_writes_steps_back():
+    assert ports.compress(ports.expand("Ethernet0-28:4", "sonic")) == "Ethernet0-28:4"
+    assert ports.compress(["Ethernet0", "Ethernet8"]) == "Ethernet0,Ethernet8"
+    assert ports.compress(["swp5"]) == "swp5"
