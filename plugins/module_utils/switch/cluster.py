@@ -16,7 +16,7 @@ def problems_of(
     switches: Mapping[str, Any], fabric: Mapping[str, Any], nodes: Mapping[str, Mapping[str, Any]], rails_listed: bool
 ) -> List[str]:
     problems: List[str] = []
-    if int(switches.get("mtu", 9216)) < int(fabric["mtu"]):
+    if int(switches["mtu"]) < int(fabric["mtu"]):
         problems.append(
             f"gpufabric_switches.mtu: {switches.get('mtu')} is below gpufabric_fabric.mtu {fabric['mtu']}; "
             "a leaf port must carry the hosts' largest frame"

@@ -47,7 +47,7 @@ SONIC_MODULES = (
 def intent(fabric: Mapping[str, Any], switches: Mapping[str, Any]) -> Dict[str, Any]:
     """What every leaf must agree with the hosts on, the operating system aside; the agreement check
     compares the running configuration with it."""
-    ecn = dict(switches.get("ecn") or {})
+    ecn = switches["ecn"]  # checked values: the argument spec's defaults are filled in
     return {
         "lossless_priority": int(fabric["lossless_priority"]),
         "cnp_priority": int(fabric["cnp_priority"]),
@@ -60,11 +60,11 @@ def intent(fabric: Mapping[str, Any], switches: Mapping[str, Any]) -> Dict[str, 
         "cnp_dscp": int(fabric["cnp_dscp"]),
         "ecn": {
             "enabled": bool(fabric.get("ecn", True)),
-            "min_threshold": int(ecn.get("min_threshold", 150000)),
-            "max_threshold": int(ecn.get("max_threshold", 1500000)),
-            "probability": int(ecn.get("probability", 100)),
+            "min_threshold": int(ecn["min_threshold"]),
+            "max_threshold": int(ecn["max_threshold"]),
+            "probability": int(ecn["probability"]),
         },
-        "port_mtu": int(switches.get("mtu", 9216)),
+        "port_mtu": int(switches["mtu"]),
         "host_mtu": int(fabric["mtu"]),
     }
 
