@@ -7,53 +7,35 @@
 - SONiC: ``LEAF.sonic.yaml``, a playbook for that one switch whose tasks call the
   dellemc.enterprise_sonic QoS modules with the planned arguments (state merged).
 
-Plus ``ports.yaml``: every leaf's ports with the rail and node each faces. YAML as yaml.safe_dump
-writes it, keys in the plan's order.
+Plus ``ports.yaml``: every leaf's ports with the rail and node each faces. Each file is one object
+that the render_files module writes as YAML (module_utils stay free of PyYAML).
 """
 
 from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional
 
-import yaml
-
 from ansible_collections.gpufabric.rollout.plugins.module_utils.switch import ports as _ports
 
-HEADER = (
-    "# Written by gpufabric.rollout from the plan (gpufabric_fabric, gpufabric_switches); a plan run rewrites it.\n"
-)
 
-
-def _dump(value: Any) -> str:
-    return yaml.safe_dump(value, default_flow_style=False, sort_keys=False, width=120)
-
-
-def leaf_file(name: str, leaf: Mapping[str, Any]) -> Dict[str, str]:
+def leaf_file(name: str, leaf: Mapping[str, Any]) -> Dict[str, Any]:
     if leaf["os"] == "nvue":
-        text = (
-            HEADER
-            + f"# {name} ({leaf['address']}): nv config patch {name}.nvue.yaml && nv config apply\n"
-            + _dump([{"set": leaf["qos"]}])
-        )
-        return {"file": f"{name}.nvue.yaml", "content": text}
+        return {"file": f"{name}.nvue.yaml", "object": [{"set": leaf["qos"]}]}
     tasks = [
         {"name": f"{module} for the lossless RoCE class", f"dellemc.enterprise_sonic.{module}": arguments}
         for module, arguments in leaf["qos"].items()
     ]
     play = [{"name": f"Lossless RoCE QoS of {name}", "hosts": name, "gather_facts": False, "tasks": tasks}]
-    text = (
-        HEADER + f"# {name} ({leaf['address']}): ansible-playbook -i INVENTORY {name}.sonic.yaml (connection httpapi)\n"
-    )
-    return {"file": f"{name}.sonic.yaml", "content": text + _dump(play)}
+    return {"file": f"{name}.sonic.yaml", "object": play}
 
 
-def files(leaves: Mapping[str, Mapping[str, Any]]) -> List[Dict[str, str]]:
-    """[{file, content}] for the render_files module."""
+def files(leaves: Mapping[str, Mapping[str, Any]]) -> List[Dict[str, Any]]:
+    """[{file, object}] for the render_files module's objects."""
     out = [leaf_file(name, leaf) for name, leaf in sorted(leaves.items())]
     ports = {
         name: {port: dict(facing) for port, facing in leaf["ports"].items()} for name, leaf in sorted(leaves.items())
     }
-    out.append({"file": "ports.yaml", "content": HEADER + _dump(ports)})
+    out.append({"file": "ports.yaml", "object": ports})
     return out
 
 

@@ -106,15 +106,18 @@ def test_the_argument_spec_check_would_catch_a_wrong_key():
 
 
 def test_render_files_one_per_leaf_and_the_ports():
-    files = {f["file"]: f["content"] for f in render.files(leaves())}
+    files = {f["file"]: f["object"] for f in render.files(leaves())}
     assert sorted(files) == ["leaf-a.nvue.yaml", "leaf-b.sonic.yaml", "ports.yaml"]
-    nvue = yaml.safe_load(files["leaf-a.nvue.yaml"])
-    assert nvue == [{"set": leaves()["leaf-a"]["qos"]}], "nv config patch reads a list with one set tree"
-    play = yaml.safe_load(files["leaf-b.sonic.yaml"])[0]
+    assert files["leaf-a.nvue.yaml"] == [{"set": leaves()["leaf-a"]["qos"]}], (
+        "nv config patch reads a list with a set tree"
+    )
+    play = files["leaf-b.sonic.yaml"][0]
     assert play["hosts"] == "leaf-b"
     modules = [next(k for k in task if k.startswith("dellemc.")) for task in play["tasks"]]
     assert modules == [f"dellemc.enterprise_sonic.{m}" for m in qos_plan.SONIC_MODULES]
-    assert yaml.safe_load(files["ports.yaml"])["leaf-b"]["Ethernet0"] == {"rail": 4, "node": "gpu-node-01"}
+    assert files["ports.yaml"]["leaf-b"]["Ethernet0"] == {"rail": 4, "node": "gpu-node-01"}
+    # what render_files writes reads back the same
+    assert yaml.safe_load(yaml.safe_dump(files["leaf-b.sonic.yaml"])) == files["leaf-b.sonic.yaml"]
 
 
 def test_summary_names_each_leaf():
