@@ -39,6 +39,7 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node_records as _node_records
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import skew as _skew
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import upgrade as _upgrade
+from ansible_collections.gpufabric.rollout.plugins.module_utils.switch import render as _switch_render
 
 COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PLAN_ROLE = "plan"
@@ -299,4 +300,6 @@ class ActionModule(ActionBase):
             values, nodes, os.path.join(plan_dir, "discovery"), use_stored, skew_rules=load_skew_rules()
         )
         files = _cluster_summary.write_plan(plan_dir, dict(cluster, node_plans=node_plans))
-        return {"gpufabric_plan": cluster, "files": files, "summary": cluster["summary"]}
+        # The leaves' review files, which the plan role writes under plan_dir/switches (render_files).
+        switch_files = _switch_render.files(cluster["switches"]["leaves"]) if cluster.get("switches") else []
+        return {"gpufabric_plan": cluster, "files": files, "summary": cluster["summary"], "switch_files": switch_files}

@@ -2,14 +2,13 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The switch section of the cluster plan: what the intent check alone cannot know (which GPU nodes
 exist, which rails discovery found, the fabric's MTU from the nodes' plans) is checked here, then
-the leaves' QoS is planned (switch.qos_plan) and their review files named (switch.render)."""
+the leaves' QoS is planned (switch.qos_plan); the plan action names their review files (switch.render)."""
 
 from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.switch import qos_plan as _qos_plan
-from ansible_collections.gpufabric.rollout.plugins.module_utils.switch import render as _render
 
 
 def problems_of(
@@ -52,7 +51,7 @@ def problems_of(
 def section(
     values: Mapping[str, Any], fabric: Mapping[str, Any], nodes: Mapping[str, Mapping[str, Any]]
 ) -> Tuple[Optional[Dict[str, Any]], List[str]]:
-    """(the plan's ``switches``: {leaves, files}, or None without leaves; problems)."""
+    """(the plan's ``switches``: {leaves}, or None without leaves; problems)."""
     switches = values.get("gpufabric_switches") or {}
     if not switches.get("leaves"):
         return None, []
@@ -60,5 +59,4 @@ def section(
     problems = problems_of(switches, fabric, nodes, rails_listed)
     if problems:
         return None, problems
-    leaves = _qos_plan.plan(fabric, switches)
-    return {"leaves": leaves, "files": _render.files(leaves)}, []
+    return {"leaves": _qos_plan.plan(fabric, switches)}, []

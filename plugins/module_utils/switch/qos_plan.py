@@ -51,7 +51,7 @@ def intent(fabric: Mapping[str, Any], switches: Mapping[str, Any]) -> Dict[str, 
     return {
         "lossless_priority": int(fabric["lossless_priority"]),
         "cnp_priority": int(fabric["cnp_priority"]),
-        "pfc": bool(fabric.get("pfc", True)),
+        "pfc": bool(fabric["pfc"]),
         "dscp": {
             int(fabric["data_dscp"]): int(fabric["lossless_priority"]),
             int(fabric["cnp_dscp"]): int(fabric["cnp_priority"]),
@@ -59,7 +59,7 @@ def intent(fabric: Mapping[str, Any], switches: Mapping[str, Any]) -> Dict[str, 
         "data_dscp": int(fabric["data_dscp"]),
         "cnp_dscp": int(fabric["cnp_dscp"]),
         "ecn": {
-            "enabled": bool(fabric.get("ecn", True)),
+            "enabled": bool(fabric["ecn"]),
             "min_threshold": int(ecn["min_threshold"]),
             "max_threshold": int(ecn["max_threshold"]),
             "probability": int(ecn["probability"]),

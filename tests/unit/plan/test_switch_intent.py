@@ -56,6 +56,5 @@ def test_the_cluster_plan_carries_the_leaves_and_their_files(specs):
     switches = result["switches"]
     assert sorted(switches["leaves"]) == ["leaf-a", "leaf-b"]
     assert switches["leaves"]["leaf-a"]["intent"]["host_mtu"] == 9000
-    assert [f["file"] for f in switches["files"]] == ["leaf-a.nvue.yaml", "leaf-b.sonic.yaml", "ports.yaml"]
     assert "switch leaf-b (sonic): rails 4, 5, 6, 7" in result["summary"]
     assert _plan_cluster.plan(check(specs, "cluster", lab_intent())[0], records, skew_rules=SKEW)["switches"] is None
