@@ -24,6 +24,11 @@ index read once per run on the controller): see docs/performance.md.
 
     .venv/bin/python benchmarks/bench_plan.py [N ...]     # default 8 64
     .venv/bin/python benchmarks/bench_plan.py --keep DIR 8   # keep each run's plan_dir under DIR
+
+--keep writes the plan directory (plan.json, summary.txt, discovery/) with what differs between two
+runs of the same inputs replaced: this run's temporary directory, the repository server's port, the
+checkout's path and the records' ``stored_at`` time. Two checkouts' plans then compare with
+``diff -r``: the plan of a change must be byte-identical to the one before it.
 """
 
 from __future__ import annotations
@@ -140,13 +145,7 @@ def inventory(work: Path, sysroots, repo_url: str, fingerprint: str, python: str
 def timed_python(work: Path) -> Path:
     """The interpreter behind a shell that logs its own and its children's CPU (bash ``times``: two lines)."""
     wrapper = work / "python-timed"
-    wrapper.write_text(
-        "#!/bin/bash\n"
-        f'"{sys.executable}" "$@"\n'
-        "rc=$?\n"
-        f'times >> "{work / "module-cpu.log"}"\n'
-        "exit $rc\n"
-    )
+    wrapper.write_text(f'#!/bin/bash\n"{sys.executable}" "$@"\nrc=$?\ntimes >> "{work / "module-cpu.log"}"\nexit $rc\n')
     wrapper.chmod(0o755)
     return wrapper
 
@@ -173,6 +172,17 @@ def run_plan(work: Path, hosts: Path) -> dict:
         sys.stdout.write((work / "plan.log").read_text()[-4000:])
         raise SystemExit(f"ansible-playbook failed (rc {proc.returncode})")
     return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss": usage.ru_maxrss / 1024}
+
+
+def keep(work: Path, repo_url: str, dest: Path) -> None:
+    """The plan directory, with the run's own strings replaced (see the docstring)."""
+    for path in sorted((work / "plan").rglob("*")):
+        if path.is_file():
+            text = path.read_text().replace(str(work), "WORK").replace(repo_url, "REPO").replace(str(REPO), "CHECKOUT")
+            text = re.sub(r'"stored_at": "[^"]*"', '"stored_at": "STORED_AT"', text)
+            out = dest / path.relative_to(work / "plan")
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(text)
 
 
 def module_cpu(work: Path) -> float:
@@ -206,7 +216,7 @@ def main() -> int:
             hosts = inventory(work, sysroots[:n], repo_url, fingerprint, sys.executable)
             results[n] = run_plan(work, hosts)
             if args.keep:
-                shutil.copytree(work / "plan", args.keep / str(n), dirs_exist_ok=True)
+                keep(work, repo_url, args.keep / str(n))
             if not args.no_split:
                 hosts = inventory(work, sysroots[:n], repo_url, fingerprint, str(timed_python(work)))
                 split = run_plan(work, hosts)

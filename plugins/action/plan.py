@@ -217,7 +217,9 @@ class ActionModule(ActionBase):
                 if part == "check_node":
                     # The package indexes this node's plan reads (read once per run and repository)
                     ansible = plain(task_vars.get("ansible_facts") or {})
-                    result["index_reads"] = _index_reads.index_reads(values, ansible, task_vars.get("inventory_hostname"))
+                    result["index_reads"] = _index_reads.index_reads(
+                        values, ansible, task_vars.get("inventory_hostname")
+                    )
             elif part == "node":
                 result["gpufabric_node_plan"] = _plan_node.plan_node(
                     plain(task_vars.get("gpufabric_intent") or {}), self._node_facts(task_vars)
@@ -259,7 +261,9 @@ class ActionModule(ActionBase):
         for name in ("doca", "driver"):
             index = indexes.get(name)
             readable = index is not None and "packages" in index
-            facts[f"{name}_index"] = plain({k: index[k] for k in ("url", "packages", "depends") if k in index}) if readable else None
+            facts[f"{name}_index"] = (
+                plain({k: index[k] for k in ("url", "packages", "depends") if k in index}) if readable else None
+            )
         return facts
 
     def _records(self, task_vars: Dict[str, Any], args: Dict[str, Any], save: bool):

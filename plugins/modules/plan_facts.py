@@ -6,7 +6,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 module: plan_facts
-short_description: Read everything the plan needs from a GPU node in one call (topology, GPU driver, packages, RDMA stack)
+short_description: Read what the plan needs from a GPU node in one call (topology, GPU driver, packages, RDMA stack)
 version_added: 0.1.0
 description:
   - One read of a GPU node for the plan (role C(plan)): the facts that M(gpufabric.rollout.topology_facts),

@@ -3,8 +3,8 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Run the gpudirect_facts gathering and the DMA-BUF/peermem decision on this host (read-only).
 
-Uses the modules' own gather() (discover/gpudirect_read.py) with a subprocess runner in place of AnsibleModule, so it runs
-where only Python and the collection are present. Prints the facts as JSON.
+Uses the modules' own gather() (discover/gpudirect_read.py) with a subprocess runner in place of
+AnsibleModule, so it runs where only Python and the collection are present. Prints the facts as JSON.
 Usage: gds_decision.py [SYSROOT] [METHOD]
 """
 

@@ -52,7 +52,9 @@ def index_reads(values: Mapping[str, Any], ansible: Mapping[str, Any], host: str
             url = None
         if url:
             variable = "doca_ofed_repo_url" if values.get("doca_ofed_repo_url") else "doca_ofed_repo_base_url"
-            reads.append(_read("doca", host, url, fmt, values.get("doca_ofed_validate_certs", True), variable, DOCA_OFF))
+            reads.append(
+                _read("doca", host, url, fmt, values.get("doca_ofed_validate_certs", True), variable, DOCA_OFF)
+            )
     driver = values.get("gpufabric_gpu_driver") or {}
     if driver.get("managed_by") == "host" and driver.get("packages"):
         url = _plan_gpu_driver.cuda_repo(values, ansible)

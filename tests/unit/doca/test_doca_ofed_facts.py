@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.host import Runner, Sysroot
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca_stack
+from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.host import Runner, Sysroot
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

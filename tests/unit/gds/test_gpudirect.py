@@ -8,9 +8,9 @@ import pytest
 import yaml
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.discover import gpudirect as _gpudirect
+from ansible_collections.gpufabric.rollout.plugins.module_utils.discover import gpudirect_read
 from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.host import Runner, Sysroot
 from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.parse import ParseError
-from ansible_collections.gpufabric.rollout.plugins.module_utils.discover import gpudirect_read
 
 FIXTURES = Path(__file__).parent / "fixtures" / "gpudirect"
 CASES = yaml.safe_load((FIXTURES / "cases.yml").read_text())

@@ -14,7 +14,11 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import inde
 DEBIAN = {"distribution": "Debian", "distribution_version": "12.11", "os_family": "Debian", "architecture": "x86_64"}
 ROCKY = {"distribution": "Rocky", "distribution_version": "9.4", "distribution_major_version": "9"}
 ROCKY.update(os_family="RedHat", architecture="x86_64")
-HOST_DRIVER = {"managed_by": "host", "version": "580.95.05", "packages": ["nvidia-kernel-open-dkms", "nvidia-driver-cuda"]}
+HOST_DRIVER = {
+    "managed_by": "host",
+    "version": "580.95.05",
+    "packages": ["nvidia-kernel-open-dkms", "nvidia-driver-cuda"],
+}
 
 
 def values(specs, **changes):
@@ -72,7 +76,10 @@ def test_nodes_with_the_same_read_share_one_key_and_get_its_result(specs):
     other = _index_reads.index_reads(values(specs, doca_ofed_validate_certs=False), DEBIAN, "n3")
     assert first[0]["key"] == second[0]["key"] != other[0]["key"]
     # the loop of tasks/main.yml: distinct keys, each read by the first node that names it
-    ran = [{"item": first[0], "packages": {"doca-ofed": ["2.9.1-0.1.4"]}}, {"item": other[0], "failed": True, "msg": "x"}]
+    ran = [
+        {"item": first[0], "packages": {"doca-ofed": ["2.9.1-0.1.4"]}},
+        {"item": other[0], "failed": True, "msg": "x"},
+    ]
     assert _index_reads.node_indexes(second, ran) == {"doca": ran[0]}
     assert _index_reads.node_indexes(other, ran) == {"doca": ran[1]}
     # a skipped read, or none at all, gives the node no index
