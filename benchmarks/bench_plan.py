@@ -17,10 +17,12 @@ With a local connection the modules run on this machine too, so their CPU is in 
 second run per size starts every module through a shell wrapper of the interpreter that appends
 its children's CPU (bash ``times``) to a log: "modules" is that sum, "controller" the rest.
 
-One round on the 2-CPU development machine (two other users' jobs sharing it), ansible-core 2.21:
-before (topology_facts, gpudirect_facts, installed_packages, doca_ofed_facts and two doca_repo_info
-calls per node): see docs/performance.md; after (one plan_facts call per node, each repository
-index read once per run on the controller): see docs/performance.md.
+One round on the 2-CPU development machine shared with other jobs (load average 8 to 25),
+ansible-core 2.21.5. Before (four read modules and two index reads per node): N=8 38.2 s, 42.8 CPU-s
+(5.35 per node, controller 1.81); N=64 222.2 s, 292.5 CPU-s (4.57 per node, controller 1.77);
+marginal 4.46 CPU-s per node (controller 1.76, modules 3.21). After (one plan_facts call per node,
+each index read once per run): N=8 35.5 s, 17.3 CPU-s (2.16, controller 1.01); N=64 99.4 s,
+116.0 CPU-s (1.81, controller 0.72); marginal 1.76 (controller 0.68, modules 0.99).
 
     .venv/bin/python benchmarks/bench_plan.py [N ...]     # default 8 64
     .venv/bin/python benchmarks/bench_plan.py --keep DIR 8   # keep each run's plan_dir under DIR
