@@ -18,10 +18,10 @@ description:
     are returned as RV(gpufabric_intent); with O(part=check_node) also the package repository indexes the node's
     plan reads (RV(index_reads)).
   - With O(part=node) it computes the node's plan (RV(gpufabric_node_plan)) from the node's variables, not from
-    arguments: C(gpufabric_intent), the facts (M(ansible.builtin.setup), M(gpufabric.rollout.plan_facts)), and this
+    arguments (C(gpufabric_intent), the facts (M(ansible.builtin.setup), M(gpufabric.rollout.plan_facts)), and this
     node's package indexes among the run's reads (C(__plan_index_reads), its RV(index_reads), and C(__plan_indexes),
-    a looped M(gpufabric.rollout.doca_repo_info) over the distinct reads of the run); an index that could not be read
-    is left out.
+    a looped M(gpufabric.rollout.doca_repo_info) over the distinct reads of the run)); an index that could not be
+    read is left out.
   - With O(part=cluster) it checks what must agree between GPU nodes, computes the cluster plan
     (RV(gpufabric_plan)), stores each node's record under O(plan_dir)C(/discovery) and writes C(plan.json) and
     C(summary.txt) to O(plan_dir). Nodes outside the run are planned from their stored record.

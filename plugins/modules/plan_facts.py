@@ -9,7 +9,7 @@ module: plan_facts
 short_description: Read what the plan needs from a GPU node in one call (topology, GPU driver, packages, RDMA stack)
 version_added: 0.1.0
 description:
-  - One read of a GPU node for the plan (role C(plan)): the facts that M(gpufabric.rollout.topology_facts),
+  - One read of a GPU node for the plan (role C(plan)), the facts that M(gpufabric.rollout.topology_facts),
     M(gpufabric.rollout.gpudirect_facts), M(gpufabric.rollout.installed_packages) and
     M(gpufabric.rollout.doca_ofed_facts) return, read by the same code in the same order, from one module
     process instead of four.
