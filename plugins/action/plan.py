@@ -35,6 +35,7 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.intent import ru
 from ansible_collections.gpufabric.rollout.plugins.module_utils.intent import storage as _intent_storage
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import cluster as _plan_cluster
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import cluster_summary as _cluster_summary
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import index_reads as _index_reads
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node as _plan_node
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node_records as _node_records
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import skew as _skew
@@ -139,9 +140,6 @@ class ActionModule(ActionBase):
         (
             "part",
             "roles",
-            "facts",
-            "doca_index",
-            "driver_index",
             "nodes",
             "plan_dir",
             "stored_discovery",
@@ -217,14 +215,16 @@ class ActionModule(ActionBase):
                 values = self._check(task_vars, entry, list(args.get("roles") or []))
                 # Checked above; from here on (the result, the plan and its files) the secrets are masked.
                 result["gpufabric_intent"] = _intent_storage.mask_secrets(values)
+                if part == "check_node":
+                    # The package indexes this node's plan reads (read once per run and repository)
+                    ansible = plain(task_vars.get("ansible_facts") or {})
+                    result["index_reads"] = _index_reads.index_reads(
+                        values, ansible, task_vars.get("inventory_hostname")
+                    )
             elif part == "node":
-                values = plain(task_vars.get("gpufabric_intent") or {})
-                facts = plain(self._template(args.get("facts") or {}))
-                facts["doca_index"] = plain(self._template(args.get("doca_index"))) if args.get("doca_index") else None
-                facts["driver_index"] = (
-                    plain(self._template(args.get("driver_index"))) if args.get("driver_index") else None
+                result["gpufabric_node_plan"] = _plan_node.plan_node(
+                    plain(task_vars.get("gpufabric_intent") or {}), self._node_facts(task_vars)
                 )
-                result["gpufabric_node_plan"] = _plan_node.plan_node(values, facts)
             elif part == "cluster":
                 result.update(self._cluster(task_vars, args))
             elif part == "upgrade":
@@ -241,6 +241,31 @@ class ActionModule(ActionBase):
             result["msg"] = refusal(part, task_vars.get("inventory_hostname"), exc.problems)
         result["changed"] = False
         return result
+
+    @staticmethod
+    def _node_facts(task_vars: Dict[str, Any]) -> Dict[str, Any]:
+        """What the node part plans from, read from the node's variables (facts and results are data,
+        never templates, so nothing is templated; passing them as task arguments templated and copied
+        the whole package list and topology once more per node): the setup and plan_facts facts, and
+        this node's package indexes from the run's reads (tasks/main.yml, __plan_index_reads and
+        __plan_indexes). An index that could not be read (plan_index_optional) plans without one."""
+        ansible = plain(task_vars.get("ansible_facts") or {})
+        reads = plain(task_vars.get("__plan_index_reads") or [])
+        results = (task_vars.get("__plan_indexes") or {}).get("results") or []
+        indexes = _index_reads.node_indexes(reads, results)
+        facts = {
+            "ansible": ansible,
+            "topology": ansible.get("gpufabric_topology"),
+            "gpudirect": ansible.get("gpufabric_gpudirect"),
+            "doca": ansible.get("gpufabric_doca"),
+        }
+        for name in ("doca", "driver"):
+            index = indexes.get(name)
+            readable = index is not None and "packages" in index
+            facts[f"{name}_index"] = (
+                plain({k: index[k] for k in ("url", "packages", "depends") if k in index}) if readable else None
+            )
+        return facts
 
     def _records(self, task_vars: Dict[str, Any], args: Dict[str, Any], save: bool):
         """Every GPU node's record: this run's (stored when ``save``), else the stored one, else None."""

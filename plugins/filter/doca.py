@@ -31,14 +31,7 @@ def doca_installed(packages_facts, names=None):
     """ansible_facts.packages -> {name: version} (first installed version), limited to ``names``."""
     from ansible_collections.gpufabric.rollout.plugins.module_utils.shared import packages as _packages
 
-    wanted = set(names) if names else None
-    result = {}
-    for name, entries in (packages_facts or {}).items():
-        if wanted is not None and name not in wanted:
-            continue
-        if entries:
-            result[name] = _packages.installed_versions(entries[:1])[0]
-    return result
+    return _packages.first_versions(packages_facts, names)
 
 
 def doca_pending_reload(stack, expected_release, kernel_modules):

@@ -62,33 +62,6 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca
 from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.host import Runner, Sysroot
 
 
-def read_modules(sr):
-    """What sys/module and sys/class/infiniband below ``sr`` say is loaded."""
-
-    def has(name):
-        return sr.isdir(f"sys/module/{name}")
-
-    rdma_devices = sr.listdir("sys/class/infiniband")
-    mlx5_devices = any(name.startswith("mlx5_") for name in rdma_devices)
-    return {
-        "ib_core": has("ib_core") or bool(rdma_devices),
-        "mlx_compat": has("mlx_compat"),
-        "mlx5_core": has("mlx5_core") or mlx5_devices,
-        "mlx5_core_version": sr.read("sys/module/mlx5_core/version") or None,
-        "rdma_devices": rdma_devices,
-    }
-
-
-def gather(sr, installed, runner):
-    """The stack facts: ``ofed_info -s`` and ``dkms status`` through ``runner`` (their output is read
-    leniently: what is not recognised is left out), sysfs below ``sr``."""
-    modules = read_modules(sr)
-    facts = _doca_stack.detect_stack(runner.output("ofed_info", ["-s"]), installed, modules)
-    facts["modules"] = modules
-    facts["dkms"] = _doca_stack.parse_dkms_status(runner.output("dkms", ["status"]) or "")
-    return facts
-
-
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -98,7 +71,7 @@ def main():
         supports_check_mode=True,
     )
     installed = {str(k): str(v) for k, v in module.params["installed"].items()}
-    facts = gather(Sysroot(module.params["sysroot"]), installed, Runner.for_module(module))
+    facts = _doca_stack.read(Sysroot(module.params["sysroot"]), installed, Runner.for_module(module))
     module.exit_json(changed=False, ansible_facts={"gpufabric_doca": facts})
 
 

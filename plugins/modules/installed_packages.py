@@ -71,12 +71,7 @@ manager:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.shared import packages as _packages
-
-QUERIES = {
-    "dpkg": ["dpkg-query", "-W", "-f=" + _packages.DPKG_QUERY_FORMAT],
-    "rpm": ["rpm", "-qa", "--queryformat", _packages.RPM_QUERY_FORMAT],
-}
-PARSERS = {"dpkg": _packages.parse_dpkg_query, "rpm": _packages.parse_rpm_query}
+from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.host import Runner
 
 
 def main():
@@ -84,16 +79,11 @@ def main():
         argument_spec=dict(manager=dict(type="str", choices=["auto", "dpkg", "rpm"], default="auto")),
         supports_check_mode=True,
     )
-    manager = module.params["manager"]
-    if manager == "auto":
-        manager = "dpkg" if module.get_bin_path("dpkg-query") else "rpm"
-    argv = QUERIES[manager]
-    if not module.get_bin_path(argv[0]):
-        module.fail_json(msg=f"manager: {manager} needs {argv[0]}, which is not on the PATH of this host")
-    rc, out, err = module.run_command(argv, check_rc=False)
-    if rc != 0:
-        module.fail_json(msg=f"{' '.join(argv[:2])} failed (exit {rc}): {err.strip()}", rc=rc)
-    module.exit_json(changed=False, manager=manager, ansible_facts={"packages": PARSERS[manager](out)})
+    try:
+        manager, packages = _packages.read_installed(Runner.for_module(module), module.params["manager"])
+    except _packages.PackagesError as exc:
+        module.fail_json(msg=str(exc), **({"rc": exc.rc} if exc.rc is not None else {}))
+    module.exit_json(changed=False, manager=manager, ansible_facts={"packages": packages})
 
 
 if __name__ == "__main__":

@@ -15,9 +15,13 @@ description:
     C(node_intent) or C(cluster_intent) argument spec) and every variable of the listed roles against their
     argument specs, plus the ranges and cross-field rules of the collection. Unknown keys and unknown variables
     with a collection prefix are refused with the closest known name. The checked values, defaults filled in,
-    are returned as RV(gpufabric_intent).
-  - With O(part=node) it computes the node's plan from C(gpufabric_intent) and the node's discovered facts
-    (RV(gpufabric_node_plan)).
+    are returned as RV(gpufabric_intent); with O(part=check_node) also the package repository indexes the node's
+    plan reads (RV(index_reads)).
+  - With O(part=node) it computes the node's plan (RV(gpufabric_node_plan)) from the node's variables, not from
+    arguments (C(gpufabric_intent), the facts (M(ansible.builtin.setup), M(gpufabric.rollout.plan_facts)), and this
+    node's package indexes among the run's reads (C(__plan_index_reads), its RV(index_reads), and C(__plan_indexes),
+    a looped M(gpufabric.rollout.doca_repo_info) over the distinct reads of the run)); an index that could not be
+    read is left out.
   - With O(part=cluster) it checks what must agree between GPU nodes, computes the cluster plan
     (RV(gpufabric_plan)), stores each node's record under O(plan_dir)C(/discovery) and writes C(plan.json) and
     C(summary.txt) to O(plan_dir). Nodes outside the run are planned from their stored record.
@@ -40,17 +44,6 @@ options:
     type: list
     elements: str
     default: []
-  facts:
-    description: For O(part=node), the node's facts (C(ansible), C(topology), C(gpudirect), C(doca)).
-    type: dict
-  doca_index:
-    description: For O(part=node), the result of M(gpufabric.rollout.doca_repo_info) when DOCA-OFED is managed.
-    type: dict
-  driver_index:
-    description:
-      - For O(part=node), the result of M(gpufabric.rollout.doca_repo_info) on the GPU driver repository when the
-        collection installs the host driver (C(gpufabric_gpu_driver.packages)).
-    type: dict
   nodes:
     description:
       - For O(part=cluster) and O(part=upgrade), the inventory hosts of every GPU node (not only those in this run).
@@ -104,6 +97,15 @@ gpufabric_intent:
   description: For O(part=check_node) and O(part=check_cluster), the checked variables with their defaults filled in.
   returned: success and O(part) is C(check_node) or C(check_cluster)
   type: dict
+index_reads:
+  description:
+    - For O(part=check_node), the package repository indexes this node's plan reads, each as the arguments of one
+      M(gpufabric.rollout.doca_repo_info) call (C(url), C(format), C(validate_certs), C(variable), C(off_setting)),
+      with C(name) (C(doca) or C(driver)), C(host) (this node) and C(key) (equal for equal reads, so that the plan
+      reads each distinct one once per run).
+  returned: success and O(part=check_node)
+  type: list
+  elements: dict
 gpufabric_node_plan:
   description: For O(part=node), the node's plan, one section per host role.
   returned: success and O(part=node)

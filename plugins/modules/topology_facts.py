@@ -116,54 +116,23 @@ nvidia_smi_source:
   sample: file
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpufabric.rollout.plugins.module_utils.discover import topology_read as _topology_read
 from ansible_collections.gpufabric.rollout.plugins.module_utils.discover.report import format_report
-from ansible_collections.gpufabric.rollout.plugins.module_utils.discover.topology import (
-    TopologyError,
-    discover,
-    validate_sysroot,
-)
-from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers.topology import parse_topo_matrix
-from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.host import Runner, Sysroot
+from ansible_collections.gpufabric.rollout.plugins.module_utils.discover.topology import TopologyError
+from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.host import Runner
 from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.parse import ParseError
-
-SNAPSHOT_MATRIX = "nvidia-smi-topo-m.txt"
-
-
-def topo_text(params, sr, runner):
-    """(matrix text or None, source, where it came from) following the nvidia_smi option."""
-    mode = params["nvidia_smi"]
-    if mode in ("auto", "file") and sr.isfile(SNAPSHOT_MATRIX):
-        return sr.text(SNAPSHOT_MATRIX), "file", sr.path(SNAPSHOT_MATRIX)
-    if mode == "command" or (mode == "auto" and os.path.realpath(sr.root) == "/"):
-        binary = runner.which("nvidia-smi")
-        if binary:
-            rc, out, _err = runner.run([binary, "topo", "-m"])
-            if rc == 0 and out:
-                return out, "command", "nvidia-smi topo -m"
-    return None, "none", None
 
 
 def run(params, runner):
     """The module's result (without changed) for ``params``; TopologyError or ParseError when it cannot."""
-    validate_sysroot(params["sysroot"])
-    sr = Sysroot(params["sysroot"])
-    text, source, origin = topo_text(params, sr, runner)
-    if text is not None:
-        try:
-            parse_topo_matrix(text)
-        except ParseError as exc:
-            raise exc.within(f"{origin} (GPU/NIC matrix of this host)") from None
-    facts = discover(params["sysroot"], text, params["storage_nics"], params["rail_nics"])
-    result = {
+    facts, source = _topology_read.read(params, runner)
+    return {
         "ansible_facts": {"gpufabric_topology": facts},
         "report": format_report(facts),
         "nvidia_smi_source": source,
     }
-    return result
 
 
 def main():

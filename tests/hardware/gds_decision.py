@@ -3,8 +3,8 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Run the gpudirect_facts gathering and the DMA-BUF/peermem decision on this host (read-only).
 
-Uses the module's own gather() with a subprocess runner in place of AnsibleModule, so it runs
-where only Python and the collection are present. Prints the facts as JSON.
+Uses the modules' own gather() (discover/gpudirect_read.py) with a subprocess runner in place of
+AnsibleModule, so it runs where only Python and the collection are present. Prints the facts as JSON.
 Usage: gds_decision.py [SYSROOT] [METHOD]
 """
 
@@ -16,7 +16,8 @@ import shutil
 import subprocess
 import sys
 
-from ansible_collections.gpufabric.rollout.plugins.modules import gpudirect_facts
+from ansible_collections.gpufabric.rollout.plugins.module_utils.discover import gpudirect_read
+from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.host import Sysroot
 
 
 class SubprocessRunner:
@@ -37,7 +38,7 @@ def main() -> int:
         "cuda_version": "",
         "mofed": None,
     }
-    print(json.dumps(gpudirect_facts.gather(params, SubprocessRunner()), indent=2, sort_keys=True))
+    print(json.dumps(gpudirect_read.gather(params, SubprocessRunner(), Sysroot("/")), indent=2, sort_keys=True))
     return 0
 
 

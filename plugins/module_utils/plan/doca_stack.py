@@ -3,9 +3,9 @@
 """The installed RDMA stack of a host: ``ofed_info -s`` and ``dkms status`` read leniently, the
 release DKMS and the loaded mlx5_core report, which stack is installed and loaded (DOCA-OFED,
 MLNX_OFED, inbox); plan/doca.py compares the loaded release with the expected one (the
-``doca_ofed_facts`` module and the node plan use these).
+``doca_ofed_facts`` and ``plan_facts`` modules and the node plan use these).
 
-Pure functions, no Ansible imports.
+No Ansible imports; ``read`` reads a host through ``shared.host`` (Sysroot, Runner), the rest is pure.
 """
 
 from __future__ import annotations
@@ -105,3 +105,31 @@ def detect_stack(ofed_info: Optional[str], packages: Mapping[str, str], modules:
         "loaded": loaded,
         "loaded_release": modules.get("mlx5_core_version") if loaded == "ofed" else None,
     }
+
+
+def read_modules(sr: Any) -> Dict[str, Any]:
+    """What sys/module and sys/class/infiniband below ``sr`` (a ``shared.host.Sysroot``) say is loaded."""
+
+    def has(name: str) -> bool:
+        return sr.isdir(f"sys/module/{name}")
+
+    rdma_devices = sr.listdir("sys/class/infiniband")
+    mlx5_devices = any(name.startswith("mlx5_") for name in rdma_devices)
+    return {
+        "ib_core": has("ib_core") or bool(rdma_devices),
+        "mlx_compat": has("mlx_compat"),
+        "mlx5_core": has("mlx5_core") or mlx5_devices,
+        "mlx5_core_version": sr.read("sys/module/mlx5_core/version") or None,
+        "rdma_devices": rdma_devices,
+    }
+
+
+def read(sr: Any, installed: Mapping[str, str], runner: Any) -> Dict[str, Any]:
+    """The stack facts (``gpufabric_doca``): ``ofed_info -s`` and ``dkms status`` through ``runner``
+    (their output is read leniently: what is not recognised is left out), sysfs below ``sr``, and
+    ``installed`` ({package: version})."""
+    modules = read_modules(sr)
+    facts = detect_stack(runner.output("ofed_info", ["-s"]), installed, modules)
+    facts["modules"] = modules
+    facts["dkms"] = parse_dkms_status(runner.output("dkms", ["status"]) or "")
+    return facts

@@ -1,12 +1,12 @@
 # Copyright: (c) 2026, gpufabric.rollout contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Package names the roles share: the running kernel's headers, the read of the installed packages
-(module installed_packages, ansible_facts.packages), and which wanted packages (at which version)
-that read does not hold."""
+(modules installed_packages and plan_facts, ansible_facts.packages), and which wanted packages (at
+which version) that read does not hold."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 # One line per installed package and architecture; the fields hold no spaces (dpkg-query(1), the
 # db:Status-Abbrev virtual field: want, status and error flag letters, e.g. "ii" or "hi"; rpm(8)
@@ -15,6 +15,33 @@ DPKG_QUERY_FORMAT = "${Package} ${Version} ${Architecture} ${db:Status-Abbrev}\\
 RPM_QUERY_FORMAT = "%{NAME} %{EPOCH} %{VERSION} %{RELEASE} %{ARCH}\\n"
 # dpkg status letters (second of db:Status-Abbrev) of a package that is not on the node
 DPKG_ABSENT = ("n", "c")
+MANAGERS = ("auto", "dpkg", "rpm")
+QUERIES = {
+    "dpkg": ["dpkg-query", "-W", "-f=" + DPKG_QUERY_FORMAT],
+    "rpm": ["rpm", "-qa", "--queryformat", RPM_QUERY_FORMAT],
+}
+
+
+class PackagesError(Exception):
+    """The package database cannot be read; ``rc`` is the query's exit status when it ran."""
+
+    def __init__(self, msg: str, rc: Optional[int] = None) -> None:
+        super().__init__(msg)
+        self.rc = rc
+
+
+def read_installed(runner: Any, manager: str = "auto") -> Tuple[str, Dict[str, List[Dict[str, Any]]]]:
+    """(the manager read, package_facts' {name: [entries]}) with one query through ``runner``
+    (``shared.host.Runner``): ``auto`` takes dpkg when dpkg-query is found, else rpm."""
+    if manager == "auto":
+        manager = "dpkg" if runner.which("dpkg-query") else "rpm"
+    argv = QUERIES[manager]
+    if not runner.which(argv[0]):
+        raise PackagesError(f"manager: {manager} needs {argv[0]}, which is not on the PATH of this host")
+    rc, out, err = runner.run(argv)
+    if rc != 0:
+        raise PackagesError(f"{' '.join(argv[:2])} failed (exit {rc}): {err.strip()}", rc)
+    return manager, (parse_dpkg_query if manager == "dpkg" else parse_rpm_query)(out)
 
 
 def parse_dpkg_query(stdout: Optional[str]) -> Dict[str, List[Dict[str, Any]]]:
@@ -65,6 +92,19 @@ def installed_versions(entries: Any) -> List[str]:
         if entry.get("release"):
             version = f"{version}-{entry['release']}"
         out.append(version)
+    return out
+
+
+def first_versions(packages_facts: Optional[Dict[str, Any]], names: Optional[Iterable[str]] = None) -> Dict[str, str]:
+    """{name: the first installed version} of ``packages_facts`` (package_facts' {name: [entries]}),
+    limited to ``names`` when given."""
+    wanted = set(names) if names else None
+    out = {}
+    for name, entries in (packages_facts or {}).items():
+        if wanted is not None and name not in wanted:
+            continue
+        if entries:
+            out[name] = installed_versions(entries[:1])[0]
     return out
 
 

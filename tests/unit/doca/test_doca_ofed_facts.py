@@ -1,5 +1,5 @@
-"""doca_ofed_facts.gather() over small sysfs trees (layout: /sys/module/<name>/, /sys/class/infiniband/<dev>)
-with ofed_info / dkms output replayed from fixtures/."""
+"""doca_stack.read() (what doca_ofed_facts and plan_facts run) over small sysfs trees (layout:
+/sys/module/<name>/, /sys/class/infiniband/<dev>) with ofed_info / dkms output replayed from fixtures/."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca_stack
 from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.host import Runner, Sysroot
-from ansible_collections.gpufabric.rollout.plugins.modules import doca_ofed_facts
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -68,7 +68,7 @@ def test_gather(tmp_path, tree, ofed_info, installed, kind, loaded, loaded_relea
             "dkms": (FIXTURES / "dkms" / "dkms3.txt").read_text(),
         }
     )
-    facts = doca_ofed_facts.gather(Sysroot(_tree(tmp_path, **tree)), installed, runner)
+    facts = doca_stack.read(Sysroot(_tree(tmp_path, **tree)), installed, runner)
     assert (facts["kind"], facts["loaded"], facts["loaded_release"]) == (kind, loaded, loaded_release)
     assert ["ofed_info", "-s"] in calls and ["dkms", "status"] in calls
     assert [e["module"] for e in facts["dkms"]] == ["mlnx-nfsrdma", "mlnx-ofed-kernel", "nvidia"]
@@ -79,7 +79,7 @@ def test_gather_reads_garbage_leniently(tmp_path):
     """ofed_info and dkms output that is not recognised leaves facts unknown; it never fails."""
     runner, _calls = fake_runner({"ofed_info": "\x00\ufffd garbage: 12\n", "dkms": "Error! no dkms.conf: x\n,,:\n"})
     root = _tree(tmp_path, modules=["ib_core"], mlx5_version="\ufffd\n")
-    facts = doca_ofed_facts.gather(Sysroot(root), {"mlnx-ofed-kernel-dkms": "not a version"}, runner)
+    facts = doca_stack.read(Sysroot(root), {"mlnx-ofed-kernel-dkms": "not a version"}, runner)
     assert facts["ofed_info"] is None and facts["dkms"] == []
     assert (facts["kind"], facts["installed_release"], facts["loaded"]) == ("mlnx_ofed", None, "inbox")
 
@@ -91,6 +91,6 @@ def test_gather_reads_sysfs_through_the_sysroot(tmp_path):
     (root / "sys/devices/mlx5_0").mkdir(parents=True)
     (root / "sys/class/infiniband/mlx5_0").symlink_to("/sys/devices/mlx5_0")
     runner, _calls = fake_runner({})
-    facts = doca_ofed_facts.gather(Sysroot(str(root)), {}, runner)
+    facts = doca_stack.read(Sysroot(str(root)), {}, runner)
     assert facts["modules"]["rdma_devices"] == ["mlx5_0"]
     assert (facts["loaded"], facts["loaded_release"]) == ("ofed", "24.10-1.1.4")

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.discover import gpudirect as _gpudirect
+from ansible_collections.gpufabric.rollout.plugins.module_utils.discover import gpudirect_read
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import gpu_driver as _plan_gpu_driver
 from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.host import Runner, Sysroot
-from ansible_collections.gpufabric.rollout.plugins.modules import gpudirect_facts
 
 H200_VERSION = (Path(__file__).parent / "fixtures" / "gpudirect" / "h200-proc-driver-nvidia-version.txt").read_text()
 OPEN_LOADED = "driver open 580.159.04 loaded"
@@ -45,7 +45,7 @@ def _facts(tmp_path, module_file, **node):
         which=lambda name: f"/usr/bin/{name}" if name == "modinfo" else None,
     )
     params = {"sysroot": sysroot, "method": "auto", "gpus": [], "cuda_version": "", "mofed": False}
-    return gpudirect_facts.gather(params, runner, Sysroot(sysroot))
+    return gpudirect_read.gather(params, runner, Sysroot(sysroot))
 
 
 # (module file installed, module loaded, /proc version file, /sys/module version) -> present, loaded, version, words

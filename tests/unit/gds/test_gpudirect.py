@@ -8,9 +8,9 @@ import pytest
 import yaml
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.discover import gpudirect as _gpudirect
+from ansible_collections.gpufabric.rollout.plugins.module_utils.discover import gpudirect_read
 from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.host import Runner, Sysroot
 from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.parse import ParseError
-from ansible_collections.gpufabric.rollout.plugins.modules import gpudirect_facts
 
 FIXTURES = Path(__file__).parent / "fixtures" / "gpudirect"
 CASES = yaml.safe_load((FIXTURES / "cases.yml").read_text())
@@ -118,7 +118,7 @@ def test_gather_on_h200_sysroot_picks_dmabuf(tmp_path):
             ("modinfo", "-n", "nvidia-peermem"): (0, "/lib/modules/6.8.0/kernel/nvidia-peermem.ko\n", ""),
         }
     )
-    facts = gpudirect_facts.gather(
+    facts = gpudirect_read.gather(
         {"sysroot": sysroot, "method": "auto", "gpus": [], "cuda_version": "", "mofed": False}, runner, Sysroot(sysroot)
     )
     assert facts["driver_flavour"] == "open" and facts["driver_version"] == "580.159.04"
@@ -136,7 +136,7 @@ def test_gather_uses_topology_gpus_and_driver_branch_without_smi(tmp_path):
         osrelease="5.15.0-91-generic\n",
     )
     runner = FakeRunner({("ofed_info", "-s"): (0, "MLNX_OFED_LINUX-24.10-1.1.4.0:\n", "")})
-    facts = gpudirect_facts.gather(
+    facts = gpudirect_read.gather(
         {
             "sysroot": sysroot,
             "method": "auto",
@@ -168,7 +168,7 @@ def test_gather_names_the_nvidia_smi_query_and_line_it_cannot_read(tmp_path):
     )
     params = {"sysroot": sysroot, "method": "auto", "gpus": [], "cuda_version": "", "mofed": False}
     with pytest.raises(ParseError) as exc:
-        gpudirect_facts.gather(params, runner, Sysroot(sysroot))
+        gpudirect_read.gather(params, runner, Sysroot(sysroot))
     assert str(exc.value) == (
         "nvidia-smi --query-gpu=name,compute_cap --format=csv,noheader: expected 'name, compute capability' "
         "(line 2: 'H200; 9')"
@@ -180,6 +180,6 @@ def test_gather_finds_the_mofed_source_tree_below_the_host_root(tmp_path):
     sysroot = _sysroot(tmp_path / "hw", (FIXTURES / "proprietary-proc-version.txt").read_text(), modules=("nvidia",))
     host = tmp_path / "host"
     params = {"sysroot": sysroot, "method": "auto", "gpus": [{"model": "A100"}], "cuda_version": "12.2", "mofed": None}
-    assert gpudirect_facts.gather(params, FakeRunner({}), Sysroot(str(host)))["mofed"] is False
+    assert gpudirect_read.gather(params, FakeRunner({}), Sysroot(str(host)))["mofed"] is False
     (host / "usr/src/ofa_kernel/default").mkdir(parents=True)
-    assert gpudirect_facts.gather(params, FakeRunner({}), Sysroot(str(host)))["mofed"] is True
+    assert gpudirect_read.gather(params, FakeRunner({}), Sysroot(str(host)))["mofed"] is True

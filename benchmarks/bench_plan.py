@@ -1,0 +1,255 @@
+"""Benchmark: the plan (playbooks/plan.yml) with every node really read, per node, on the controller.
+
+N inventory hosts in gpu_nodes on ``ansible_connection: local`` (this Python as their interpreter),
+each with ``gpufabric_sysroot`` on its own materialized lab snapshot (lab/snapshots: dgx-h200-8x8,
+pcie-l40s-4x2 and roce-vlan-gid layouts at node indices 1..N, so node groups differ) carrying a
+loaded open driver 580.95.05 (/proc/driver/nvidia/version, as the lab's modprobe shim writes it).
+The cluster is planned in render mode without a kubeconfig (no Kubernetes is asked). The DOCA 2.9.1
+repository and the GPU driver repository (gpufabric_gpu_driver.packages, so the driver index is
+read too) are the lab's stand-in repositories (lab/repo/build.py into a temporary directory),
+served over HTTP on 127.0.0.1 by a thread of this process (its CPU is not counted).
+
+Measured per ansible-playbook run, for its whole process tree (os.wait4 on it: every worker and
+module process it reaped): wall time, CPU-s (user + system) and the largest process's peak RSS.
+Printed: CPU-s per node and the marginal CPU-s per node between the two sizes ((cpu_b - cpu_a) /
+(b - a)), which takes out the fixed start-up (the cluster checks, loading the collection).
+With a local connection the modules run on this machine too, so their CPU is in the total. A
+second run per size starts every module through a shell wrapper of the interpreter that appends
+its children's CPU (bash ``times``) to a log: "modules" is that sum, "controller" the rest.
+
+One round on the 2-CPU development machine shared with other jobs (load average 8 to 25),
+ansible-core 2.21.5. Before (four read modules and two index reads per node): N=8 38.2 s, 42.8 CPU-s
+(5.35 per node, controller 1.81); N=64 222.2 s, 292.5 CPU-s (4.57 per node, controller 1.77);
+marginal 4.46 CPU-s per node (controller 1.76, modules 3.21). After (one plan_facts call per node,
+each index read once per run): N=8 35.5 s, 17.3 CPU-s (2.16, controller 1.01); N=64 99.4 s,
+116.0 CPU-s (1.81, controller 0.72); marginal 1.76 (controller 0.68, modules 0.99).
+
+    .venv/bin/python benchmarks/bench_plan.py [N ...]     # default 8 64
+    .venv/bin/python benchmarks/bench_plan.py --keep DIR 8   # keep each run's plan_dir under DIR
+
+--keep writes the plan directory (plan.json, summary.txt, discovery/) with what differs between two
+runs of the same inputs replaced: this run's temporary directory, the repository server's port, the
+checkout's path and the records' ``stored_at`` time. Two checkouts' plans then compare with
+``diff -r``: the plan of a change must be byte-identical to the one before it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import http.server
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+SIZES = [8, 64]
+LAYOUTS = ["dgx-h200-8x8", "pcie-l40s-4x2", "roce-vlan-gid"]
+DRIVER = "580.95.05"
+# The node groups as the plan names them: rails 2-7 exist on dgx-h200-8x8 only, rail 1 also on
+# pcie-l40s-4x2 (roce-vlan-gid's second NIC has no IPv4 RoCE v2 GID: min_rails 1 plans it with one).
+EIGHT_RAILS = "h200-connectx-7-8r"
+TWO_RAILS = "l40s-connectx-6-dx-2r"
+DRIVER_LINE = f"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {DRIVER}  Release Build  (lab@lab)\n"
+
+
+def load_snapshots():
+    spec = importlib.util.spec_from_file_location("snapshots_build", REPO / "lab" / "snapshots" / "build.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def node_sysroot(snapshots, work: Path, index: int) -> str:
+    """Node ``index``'s hardware: a snapshot with the open driver loaded, as the lab's modprobe makes it."""
+    name = f"{LAYOUTS[index % len(LAYOUTS)]}@{index + 1}"
+    root = Path(snapshots.materialize(name, str(work / "sysroots" / name.replace("@", "_"))))
+    (root / "proc" / "driver" / "nvidia").mkdir(parents=True, exist_ok=True)
+    (root / "proc" / "driver" / "nvidia" / "version").write_text(DRIVER_LINE)
+    (root / "sys" / "module" / "nvidia").mkdir(parents=True, exist_ok=True)
+    (root / "sys" / "module" / "nvidia" / "version").write_text(DRIVER + "\n")
+    return str(root)
+
+
+def serve(directory: Path) -> str:
+    handler = functools.partial(QuietHandler, directory=str(directory))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}"
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *_args):
+        pass
+
+
+def inventory(work: Path, sysroots, repo_url: str, fingerprint: str, python: str) -> Path:
+    lab = REPO / "inventory" / "lab" / "group_vars"
+    fabric = yaml.safe_load((lab / "all" / "fabric.yml").read_text())["gpufabric_fabric"]
+    cluster = yaml.safe_load((lab / "all" / "cluster.yml").read_text())
+    hosts = {
+        f"gpu-{i:04d}": {"gpufabric_sysroot": root, "ansible_connection": "local", "ansible_python_interpreter": python}
+        for i, root in enumerate(sysroots)
+    }
+    data = {
+        "all": {
+            "hosts": {"localhost": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}},
+            "children": {"gpu_nodes": {"hosts": hosts}},
+            "vars": {
+                "gpufabric_fabric": fabric,
+                "gpufabric_nccl_version": "2.27.3",
+                "gpufabric_k8s_mode": "render",
+                "gpufabric_k8s_render_dir": str(work / "rendered"),
+                "gpufabric_instance": "bench",
+                "plan_dir": str(work / "plan"),
+                "gpufabric_rails": dict(
+                    cluster["gpufabric_rails"],
+                    min_rails=1,
+                    rails=[{"rail": 0}, {"rail": 1, "node_groups": [EIGHT_RAILS, TWO_RAILS]}]
+                    + [{"rail": r, "node_groups": [EIGHT_RAILS]} for r in range(2, 8)],
+                ),
+                "gpufabric_cluster_cidrs": cluster["gpufabric_cluster_cidrs"],
+                "network_operator_chart_path": str(REPO / "lab" / "charts" / "network-operator"),
+                "gpu_operator_chart_path": str(REPO / "lab" / "charts" / "gpu-operator"),
+                "gpufabric_gpu_driver": {
+                    "managed_by": "host",
+                    "version": DRIVER,
+                    "kernel_module": "open",
+                    "packages": ["nvidia-kernel-open-dkms", "nvidia-driver-cuda"],
+                },
+                "gpu_driver_repo_url": f"{repo_url}/cuda/debian12/x86_64",
+                "gpu_driver_repo_key_fingerprints": [fingerprint],
+                "doca_ofed_version": "2.9.1",
+                "doca_ofed_repo_base_url": f"{repo_url}/doca",
+                "doca_ofed_repo_os": "debian12",
+                "doca_ofed_gpg_key_fingerprints": [fingerprint],
+                "roce_disable_acs_redirect": True,
+                # every node is this machine, which may run without systemd (a container)
+                "plan_require_systemd": False,
+            },
+        }
+    }
+    path = work / "hosts.yml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def timed_python(work: Path) -> Path:
+    """The interpreter behind a shell that logs its own and its children's CPU (bash ``times``: two lines)."""
+    wrapper = work / "python-timed"
+    wrapper.write_text(f'#!/bin/bash\n"{sys.executable}" "$@"\nrc=$?\ntimes >> "{work / "module-cpu.log"}"\nexit $rc\n')
+    wrapper.chmod(0o755)
+    return wrapper
+
+
+def seconds(text: str) -> float:
+    minutes, secs = re.fullmatch(r"(\d+)m([\d.]+)s", text).groups()
+    return int(minutes) * 60 + float(secs)
+
+
+def run_plan(work: Path, hosts: Path) -> dict:
+    shutil.rmtree(work / "plan", ignore_errors=True)
+    run_tmp = Path(tempfile.mkdtemp(prefix="gf."))  # a short TMPDIR: ansible-core's RPC socket path
+    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1", TMPDIR=str(run_tmp))
+    env["ANSIBLE_LOCAL_TEMP"] = str(work / "ansible-tmp")
+    argv = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(hosts), "playbooks/plan.yml"]
+    with open(work / "plan.log", "w") as log:
+        start = time.perf_counter()
+        proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+        _pid, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    shutil.rmtree(run_tmp, ignore_errors=True)
+    if proc.returncode != 0:
+        sys.stdout.write((work / "plan.log").read_text()[-4000:])
+        raise SystemExit(f"ansible-playbook failed (rc {proc.returncode})")
+    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss": usage.ru_maxrss / 1024}
+
+
+def keep(work: Path, repo_url: str, dest: Path) -> None:
+    """The plan directory, with the run's own strings replaced (see the docstring)."""
+    for path in sorted((work / "plan").rglob("*")):
+        if path.is_file():
+            text = path.read_text().replace(str(work), "WORK").replace(repo_url, "REPO").replace(str(REPO), "CHECKOUT")
+            text = re.sub(r'"stored_at": "[^"]*"', '"stored_at": "STORED_AT"', text)
+            out = dest / path.relative_to(work / "plan")
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(text)
+
+
+def module_cpu(work: Path) -> float:
+    log = work / "module-cpu.log"
+    # every line of ``times``: the wrapper shell's own CPU, then the interpreter's (both are the modules' cost)
+    total = sum(seconds(a) + seconds(b) for a, b in (line.split() for line in log.read_text().splitlines()))
+    log.unlink()
+    return total
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("sizes", nargs="*", type=int, default=SIZES)
+    parser.add_argument("--keep", type=Path, help="copy each run's plan_dir to KEEP/N")
+    parser.add_argument("--no-split", action="store_true", help="skip the run that separates the modules' CPU")
+    args = parser.parse_args()
+    snapshots = load_snapshots()
+    with tempfile.TemporaryDirectory(prefix="bench-plan.") as tmp:
+        work = Path(tmp)
+        subprocess.run(
+            [sys.executable, str(REPO / "lab" / "repo" / "build.py"), "--out", str(work / "repo")],
+            check=True,
+            capture_output=True,
+        )
+        repo_url = serve(work / "repo")
+        fingerprint = (work / "repo" / "signing-key.fpr").read_text().strip()
+        sysroots = [node_sysroot(snapshots, work, i) for i in range(max(args.sizes))]
+        load = os.getloadavg()[0]
+        results = {}
+        for n in args.sizes:
+            hosts = inventory(work, sysroots[:n], repo_url, fingerprint, sys.executable)
+            results[n] = run_plan(work, hosts)
+            if args.keep:
+                keep(work, repo_url, args.keep / str(n))
+            if not args.no_split:
+                hosts = inventory(work, sysroots[:n], repo_url, fingerprint, str(timed_python(work)))
+                split = run_plan(work, hosts)
+                split["modules"] = module_cpu(work)
+                results[n]["split"] = split
+            r = results[n]
+            line = (
+                f"N={n}: wall {r['wall']:.1f} s, CPU {r['cpu']:.1f} s ({r['cpu'] / n:.2f} CPU-s per node), "
+                f"peak RSS {r['rss']:.0f} MiB"
+            )
+            if "split" in r:
+                s = r["split"]
+                line += (
+                    f"; split run: CPU {s['cpu']:.1f} s = modules {s['modules']:.1f} s "
+                    f"+ controller {s['cpu'] - s['modules']:.1f} s ({(s['cpu'] - s['modules']) / n:.2f} per node)"
+                )
+            print(line, flush=True)
+        sizes = sorted(results)
+        if len(sizes) >= 2:
+            a, b = sizes[0], sizes[-1]
+            marginal = (results[b]["cpu"] - results[a]["cpu"]) / (b - a)
+            line = f"marginal CPU-s per node (N={a}..{b}): {marginal:.2f} (modules and controller together)"
+            if all("split" in results[n] for n in (a, b)):
+                ctl = [results[n]["split"]["cpu"] - results[n]["split"]["modules"] for n in (a, b)]
+                mods = [results[n]["split"]["modules"] for n in (a, b)]
+                line += f"; controller {(ctl[1] - ctl[0]) / (b - a):.2f}, modules {(mods[1] - mods[0]) / (b - a):.2f}"
+            print(line)
+        print(f"load average at the start: {load:.2f} on {os.cpu_count()} CPUs")
+        print(json.dumps({str(n): r for n, r in results.items()}, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

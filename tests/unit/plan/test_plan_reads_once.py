@@ -1,0 +1,114 @@
+"""playbooks/plan.yml on three local-connection nodes (lab snapshots): the DOCA repository's index is
+downloaded once per run, not once per node, and every node plans against it; a repository without an
+index fails the plan naming the variable that points at it, after one request. The repository is the
+DOCA fixture index (tests/unit/doca/fixtures/Packages) served on 127.0.0.1; the cluster part runs in
+render mode, so no Kubernetes is asked."""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import http.server
+import importlib.util
+import json
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import REPO
+from role_runner import ansible_playbook
+
+INDEX = "/doca/2.9.1/debian12/x86_64/Packages.gz"
+DRIVER_LINE = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  Release Build  (lab@lab)\n"
+NODES = ("gpu-a", "gpu-b", "gpu-c")
+
+
+class Handler(http.server.SimpleHTTPRequestHandler):
+    requests: list = []
+
+    def do_GET(self):
+        Handler.requests.append(self.path)
+        super().do_GET()
+
+    def log_message(self, *_args):
+        pass
+
+
+@pytest.fixture()
+def repo(tmp_path):
+    """(base URL, the requested paths) of a DOCA 2.9.1 repository for Debian 12 on 127.0.0.1."""
+    root = tmp_path / "repo"
+    (root / INDEX[1:]).parent.mkdir(parents=True)
+    packages = (REPO / "tests" / "unit" / "doca" / "fixtures" / "Packages").read_bytes()
+    (root / INDEX[1:]).write_bytes(gzip.compress(packages))
+    Handler.requests = []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(root)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", Handler.requests
+    server.shutdown()
+
+
+def sysroot(tmp_path, name):
+    spec = importlib.util.spec_from_file_location("snapshots_build", REPO / "lab" / "snapshots" / "build.py")
+    snapshots = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(snapshots)
+    root = Path(snapshots.materialize(name, str(tmp_path / name.replace("@", "_"))))
+    (root / "proc/driver/nvidia").mkdir(parents=True)
+    (root / "proc/driver/nvidia/version").write_text(DRIVER_LINE)  # the lab's open driver, loaded
+    return str(root)
+
+
+def plan(tmp_path, base_url):
+    roots = [sysroot(tmp_path, f"dgx-h200-8x8@{i}") for i in (1, 2, 3)]
+    node = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+    lab = yaml.safe_load((REPO / "inventory" / "lab" / "group_vars" / "all" / "fabric.yml").read_text())
+    cluster = yaml.safe_load((REPO / "inventory" / "lab" / "group_vars" / "all" / "cluster.yml").read_text())
+    inventory = {
+        "all": {
+            "hosts": {"localhost": node},
+            "children": {"gpu_nodes": {"hosts": {h: dict(node, gpufabric_sysroot=r) for h, r in zip(NODES, roots)}}},
+            "vars": {
+                "gpufabric_fabric": lab["gpufabric_fabric"],
+                "gpufabric_rails": cluster["gpufabric_rails"],
+                "gpufabric_k8s_mode": "render",
+                "gpufabric_k8s_render_dir": str(tmp_path / "rendered"),
+                "gpufabric_instance": "test",
+                "plan_dir": str(tmp_path / "plan"),
+                "plan_require_systemd": False,  # every node is this machine, which may be a container
+                "network_operator_chart_path": str(REPO / "lab" / "charts" / "network-operator"),
+                "gpu_operator_chart_path": str(REPO / "lab" / "charts" / "gpu-operator"),
+                "doca_ofed_version": "2.9.1",
+                "doca_ofed_repo_base_url": f"{base_url}/doca",
+                "doca_ofed_repo_os": "debian12",
+                "doca_ofed_gpg_key_fingerprints": ["0123456789ABCDEF0123456789ABCDEF01234567"],
+            },
+        }
+    }
+    (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
+    return ansible_playbook(tmp_path, "-i", str(tmp_path / "hosts.yml"), str(REPO / "playbooks" / "plan.yml"))
+
+
+def test_the_index_is_read_once_per_run_and_every_node_plans_with_it(tmp_path, repo):
+    base_url, requests = repo
+    done = plan(tmp_path, base_url)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    assert requests == [INDEX]  # one download for three nodes (Packages.gz found: Packages is not asked)
+    nodes = json.loads((tmp_path / "plan" / "plan.json").read_text())["node_plans"]
+    assert sorted(nodes) == list(NODES)
+    for name in NODES:
+        doca = nodes[name]["doca_ofed"]
+        assert (doca["repo_url"], doca["selected"]) == (f"{base_url}/doca/2.9.1/debian12/x86_64/", "2.9.1-0.1.4")
+        assert doca["kernel_version"] == "24.10.OFED.24.10.1.1.4.1-1"
+
+
+def test_a_repository_without_an_index_fails_naming_the_variable_after_one_read(tmp_path, repo):
+    base_url, requests = repo
+    done = plan(tmp_path, base_url + "/missing")
+    out = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert f"doca_ofed_repo_base_url: no Packages index at {base_url}/missing/doca/2.9.1/debian12/x86_64/" in out
+    # one read of the repository (Packages.gz, then Packages), not one per node
+    assert requests == ["/missing" + INDEX, "/missing" + INDEX[: -len(".gz")]]
+    assert not (tmp_path / "plan" / "plan.json").exists()
