@@ -152,10 +152,10 @@ test: test-fast build-check controlplane lab-image
 		cluster-lane="$(MAKE) --no-print-directory test-cluster-lane"
 	@echo "make test: all checks passed"
 
-# The lab's main job runs over the lab's default transport (SSH, what users run), its first run and
-# check mode on the newest core and its rerun on the oldest (lab-test-matrix); the molecule
-# scenarios run over Mitogen (TEST_FAST_CONNECTION), about twice as fast per task. Both transports
-# are tested.
+# The lab's main job runs its first run (newest core) and its rerun (oldest core) over the lab's
+# default transport (SSH, what users run), and its later steps over Mitogen (lab-test-matrix); the
+# molecule scenarios run over Mitogen (TEST_FAST_CONNECTION), about twice as fast per task. Both
+# transports are tested.
 TEST_FAST_CONNECTION := mitogen
 
 test-lab-lane: tools controlplane lab-image
@@ -201,12 +201,14 @@ lab-test-oldest: tools controlplane lab-image
 
 # make test's main job: one lab proves both ends of the support matrix. The first run, check mode,
 # the bad intents and the degraded NIC on the newest core, the rerun (must change nothing) on the
-# oldest (lab/check.sh's LAB_RERUN_VENV); on the lab's permissive CRDs, as a clone without the
+# oldest (lab/check.sh's LAB_RERUN_VENV). The first run and the rerun go over the lab's transport
+# (SSH by default), check mode, the bad intents and the degraded NIC over TEST_FAST_CONNECTION
+# (LAB_LATER_CONNECTION); on the lab's permissive CRDs, as a clone without the
 # upstream schemas has them (the cluster_layer and upgrade scenarios and the control-plane tests
 # apply the same objects to the upstream schemas).
 lab-test-matrix: tools controlplane lab-image
 	lab/core_venv.sh $(OLDEST_CORE)
-	LAB_CRDS_DIR= LAB_RERUN_VENV="$(REPO)/.lab/cores/$(OLDEST_CORE)" lab/check.sh
+	LAB_CRDS_DIR= LAB_RERUN_VENV="$(REPO)/.lab/cores/$(OLDEST_CORE)" LAB_LATER_CONNECTION=$(TEST_FAST_CONNECTION) lab/check.sh
 
 lab-down:
 	lab/lab.sh down
