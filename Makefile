@@ -90,8 +90,9 @@ build-check: venv
 matrix: venv
 	tests/matrix/run.sh
 
-# The two halves of the matrix, as make test runs them: sanity among the fast checks (it fills the
-# CPU the unit tests leave), the units in the cluster lane.
+# The two halves of the matrix: sanity (make test runs it among the fast checks, where it fills the
+# CPU the unit tests leave) and the units (make matrix only; make test runs the units on the newest
+# core, and the lab's main job reruns on the oldest).
 matrix-sanity: venv
 	MATRIX_STEPS=sanity tests/matrix/run.sh
 
@@ -115,8 +116,8 @@ controlplane-test: tools controlplane
 fault-test: tools controlplane lab-image
 	LAB_CRDS_DIR="$(TEST_CRDS)" pytest tests/fault -p no:cacheprovider
 
-# make test splits the suite between its lanes: the API faults (private control planes only) in the
-# cluster lane, the faults on lab nodes in the lab lane; each part prints its own table.
+# make test splits the suite between its lanes: the faults on lab nodes in the lab lane, the API
+# faults (private control planes only) in the cluster lane; each part prints its own table.
 FAULT_CLUSTER_TESTS := tests/fault/test_api_faults.py
 fault-test-lab: tools controlplane lab-image
 	LAB_CRDS_DIR="$(TEST_CRDS)" pytest tests/fault -p no:cacheprovider $(addprefix --ignore=,$(FAULT_CLUSTER_TESTS))
@@ -143,7 +144,7 @@ molecule-test: tools controlplane lab-image
 # a failed lane's log with what failed in it).
 # What both lanes need (the control-plane binaries, the node image) is built before they start.
 # make test's test-fast runs the support matrix's sanity after sanity: the unit tests run longest,
-# and the matrix uses the CPU lint and sanity leave them (its unit tests run in the cluster lane).
+# and the matrix uses the CPU lint and sanity leave them (its unit tests: make matrix).
 test: TEST_FAST_MATRIX := matrix-sanity
 test: test-fast build-check controlplane lab-image
 	$(VENV)/bin/python lab/run_lanes.py --tag test \
@@ -151,20 +152,20 @@ test: test-fast build-check controlplane lab-image
 		cluster-lane="$(MAKE) --no-print-directory test-cluster-lane"
 	@echo "make test: all checks passed"
 
-# The lab's main job runs over the lab's default transport (SSH, what users run), its first run and
-# check mode on the newest core and its rerun on the oldest (lab-test-matrix); the molecule
-# scenarios run over Mitogen (TEST_FAST_CONNECTION), about twice as fast per task. Both transports
-# are tested.
+# The lab's main job runs its first run (newest core) and its rerun (oldest core) over the lab's
+# default transport (SSH, what users run), and its later steps over Mitogen (lab-test-matrix); the
+# molecule scenarios run over Mitogen (TEST_FAST_CONNECTION), about twice as fast per task. Both
+# transports are tested.
 TEST_FAST_CONNECTION := mitogen
 
 test-lab-lane: tools controlplane lab-image
-	$(MAKE) --no-print-directory -j1 lab-test-matrix fault-test-lab fault-test-cluster
+	$(MAKE) --no-print-directory -j1 lab-test-matrix fault-test-lab
 	GPUFABRIC_LAB_CONNECTION=$${GPUFABRIC_LAB_CONNECTION:-$(TEST_FAST_CONNECTION)} LAB_CRDS_DIR="$(TEST_CRDS)" lab/molecule/run.sh $(LAB_LANE_SCENARIOS)
 
-# The support matrix's unit tests here run on the oldest core; `make matrix` runs every core.
+# The older cores' unit tests run in `make matrix` only (make test proves the oldest core with its
+# sanity and the lab's main job rerun on it, lab-test-matrix).
 test-cluster-lane: tools controlplane lab-image
-	$(MAKE) --no-print-directory -j1 ee-build controlplane-test
-	MATRIX_STEPS=units tests/matrix/run.sh $(OLDEST_CORE)
+	$(MAKE) --no-print-directory -j1 ee-build controlplane-test fault-test-cluster
 	GPUFABRIC_LAB_CONNECTION=$${GPUFABRIC_LAB_CONNECTION:-$(TEST_FAST_CONNECTION)} LAB_CRDS_DIR="$(TEST_CRDS)" lab/molecule/run.sh $(CLUSTER_LANE_SCENARIOS)
 
 # The three run side by side (each is mostly one process), each into its log under .lab/logs/
@@ -200,12 +201,14 @@ lab-test-oldest: tools controlplane lab-image
 
 # make test's main job: one lab proves both ends of the support matrix. The first run, check mode,
 # the bad intents and the degraded NIC on the newest core, the rerun (must change nothing) on the
-# oldest (lab/check.sh's LAB_RERUN_VENV); on the lab's permissive CRDs, as a clone without the
+# oldest (lab/check.sh's LAB_RERUN_VENV). The first run and the rerun go over the lab's transport
+# (SSH by default), check mode, the bad intents and the degraded NIC over TEST_FAST_CONNECTION
+# (LAB_LATER_CONNECTION); on the lab's permissive CRDs, as a clone without the
 # upstream schemas has them (the cluster_layer and upgrade scenarios and the control-plane tests
 # apply the same objects to the upstream schemas).
 lab-test-matrix: tools controlplane lab-image
 	lab/core_venv.sh $(OLDEST_CORE)
-	LAB_CRDS_DIR= LAB_RERUN_VENV="$(REPO)/.lab/cores/$(OLDEST_CORE)" lab/check.sh
+	LAB_CRDS_DIR= LAB_RERUN_VENV="$(REPO)/.lab/cores/$(OLDEST_CORE)" LAB_LATER_CONNECTION=$(TEST_FAST_CONNECTION) lab/check.sh
 
 lab-down:
 	lab/lab.sh down

@@ -12,6 +12,7 @@
 #      above passed every gate);
 # then the lab is removed. LAB_CHECK_STEPS=runs stops after step 3 (steps 4 and 5 prove the plan's
 # refusals and the gates, which the unit tests prove on every core of the support matrix).
+# LAB_LATER_CONNECTION=mitogen runs steps 3 to 5 over that transport.
 # LAB_RERUN_VENV=.lab/cores/<version> makes step 2 run on that core (make test: the oldest), so
 # that one lab proves both ends of the support matrix. Exits 1 naming the run and the hosts that
 # changed or failed; the logs stay in .lab/check/. LAB_NODES and LAB_INVENTORY run it on other node
@@ -67,6 +68,12 @@ for pair in "first:Figures measured now (no earlier measurement on record)" \
     grep -qF -- "${pair#*:}" "${logs}/${pair%%:*}.log" ||
         die "${pair%%:*} run: the validation summary does not say '${pair#*:}' (log ${logs}/${pair%%:*}.log)"
 done
+# LAB_LATER_CONNECTION: the transport of steps 3 to 5 (make test: mitogen, about half the cost per
+# task; the first run and the rerun above stay on the lab's transport, SSH by default, what users run).
+if [[ -n "${LAB_LATER_CONNECTION:-}" ]]; then
+    export GPUFABRIC_LAB_CONNECTION="${LAB_LATER_CONNECTION}"
+    log "steps 3 to 5 over ${LAB_LATER_CONNECTION} (LAB_LATER_CONNECTION)"
+fi
 run check "check mode on the converged lab (nothing to change)" idle "${LAB_ROOT}/lab.sh" site --check
 
 case "${LAB_CHECK_STEPS:-all}" in

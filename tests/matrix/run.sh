@@ -5,7 +5,7 @@
 # one line per release and step, and the tail of each failing log.
 # Usage: tests/matrix/run.sh [VERSION ...]     (default: every release of cores.txt, then the node Python)
 # MATRIX_STEPS=sanity runs sanity and the node Python's checks only, MATRIX_STEPS=units the unit
-# tests only (make test runs the two at different times); the default runs both.
+# tests only (make test runs the sanity step; make matrix runs both); the default runs both.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "${repo}"
