@@ -23,8 +23,12 @@ the lab's permissive stand-ins; readiness comes from the lab's operator stand-in
 (lab/cluster/play_operator.py), as in the lab. Each N gets a fresh cluster, removed at the end;
 the logs of every run are kept in .lab/bench/cluster-layer/.
 
-One round on the 2-CPU development machine (shared, see docs/performance.md for the load):
-(figures in docs/performance.md, "The cluster layer at scale").
+One round on the 2-CPU development machine, shared (load average 9 to 22; every figure in
+docs/performance.md, "The cluster layer at scale"): N=64 first 169.5 s / 60.2 CPU-s, rerun 191.0 s /
+63.1 CPU-s with 20 PATCHes (before k8s_apply skipped unchanged objects); N=512 first 251.3 s / 70.2
+CPU-s; N=4,096 no-op rerun 323.9 s / 108.7 CPU-s, 172 MiB, no write. The 4,096 first run failed in
+the GPU Operator's wait: the lab's operator stand-in writes the ClusterPolicy status only after
+advertising RDMA resources on every Node.
 
     .venv/bin/python benchmarks/bench_cluster_layer.py [N ...]
 """
