@@ -25,64 +25,19 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import os
-import re
-import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / ".collections"))
-sys.path.insert(0, str(REPO / "lab" / "cluster"))
-
-import nodes as lab_nodes  # lab/cluster/nodes.py
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import private_cluster as pc  # benchmarks/private_cluster.py
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.gpufabric.rollout.plugins.modules import node_labels
 
 SIZES = [64, 512, 4096]
 P = "gpufabric.io"
-KUBE_SH = REPO / "lab" / "kube.sh"
-_SERIES = re.compile(r"^apiserver_request_total\{(?P<labels>[^}]*)\} (?P<value>\S+)$")
-
-
-def kube_sh(state: Path, *args: str) -> None:
-    env = dict(os.environ, GPUFABRIC_KUBE_DIR=str(state))
-    subprocess.run([str(KUBE_SH), *args], env=env, check=True, capture_output=True, text=True)
-
-
-def node_patches(kubectl: Path, admin: Path, by_code: bool = False):
-    """PATCH requests to Nodes (not their status) the API server counted: in all, or by HTTP code."""
-    out = subprocess.run(
-        [str(kubectl), "--kubeconfig", str(admin), "get", "--raw", "/metrics"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    codes: Counter = Counter()
-    for line in out.splitlines():
-        m = _SERIES.match(line)
-        if m:
-            labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group("labels")))
-            if labels.get("verb") == "PATCH" and labels.get("resource") == "nodes" and not labels.get("subresource"):
-                codes[labels.get("code", "?")] += int(float(m.group("value")))
-    return codes if by_code else sum(codes.values())
-
-
-def settle(kubectl: Path, admin: Path, quiet: float = 10, timeout: float = 300) -> None:
-    """Wait until no PATCH of a Node has been counted for `quiet` s: the node controllers patch each
-    new Node once it is Ready (its not-ready taint removed), which is not the module's doing."""
-    t0 = time.perf_counter()
-    last, since = node_patches(kubectl, admin), time.perf_counter()
-    while time.perf_counter() - since < quiet and time.perf_counter() - t0 < timeout:
-        time.sleep(1)
-        now = node_patches(kubectl, admin)
-        if now != last:
-            last, since = now, time.perf_counter()
-    print(f"  waited {time.perf_counter() - t0:.0f} s for the node controllers' own Node patches to stop")
 
 
 def call(kubeconfig: Path, labels, check: bool = False):
@@ -109,42 +64,28 @@ def group_labels(n: int):
 
 def main(argv) -> int:
     sizes = [int(a) for a in argv] or SIZES
-    bindir = Path(
-        subprocess.run(
-            [str(REPO / "lab" / "controlplane" / "build.sh")], capture_output=True, text=True, check=True
-        ).stdout.strip()
-    )
-    with tempfile.TemporaryDirectory(prefix="bench-labels-") as tmp:
-        state, sysroots = Path(tmp) / "kube", Path(tmp) / "sysroots"
-        kube_sh(state, "start")
-        admin, kubeconfig = state / "admin.kubeconfig", state / "kubeconfig"
-        try:
-            core = lab_nodes.client(str(admin))
-            have = 0
-            for n in sizes:
-                names = [f"gpu-node-{i:04d}" for i in range(n)]
-                t0 = time.perf_counter()
-                lab_nodes.register(
-                    core, lab_nodes.describe([(x, "dgx-h200-8x8") for x in names[have:]], sysroots, "2Ti"), 16
+    with tempfile.TemporaryDirectory(prefix="bench-labels-") as tmp, pc.running(Path(tmp)) as cluster:
+        have = 0
+        for n in sizes:
+            names = [f"gpu-node-{i:04d}" for i in range(n)]
+            t0 = time.perf_counter()
+            pc.register(cluster, [(x, "dgx-h200-8x8") for x in names[have:]], Path(tmp) / "sysroots", 16)
+            print(f"N={n}: registered {n - have} more Nodes in {time.perf_counter() - t0:.1f} s")
+            have = n
+            pc.settle(cluster)
+            wanted = {x: group_labels(n) for x in names}
+            for what, check in (("check run", True), ("first run", False), ("no-op rerun", False)):
+                before = pc.node_patches(cluster, by_code=True)
+                out, wall, cpu = call(cluster.kubeconfig, wanted, check)
+                codes = pc.node_patches(cluster, by_code=True)
+                codes.subtract(before)
+                writes = ", ".join(f"{v} x {k}" for k, v in sorted(codes.items()) if v) or "0"
+                print(
+                    f"  {what:12s} {wall:7.2f} s wall, {cpu:6.2f} CPU-s; read {out.get('read')}, "
+                    f"patched {out.get('patched')}, unchanged {out.get('unchanged')}; "
+                    f"PATCH /nodes counted by the API server: {writes}"
+                    + (f"; FAILED: {out.get('msg')}" if out.get("failed") else "")
                 )
-                print(f"N={n}: registered {n - have} more Nodes in {time.perf_counter() - t0:.1f} s")
-                have = n
-                settle(bindir / "kubectl", admin)
-                wanted = {x: group_labels(n) for x in names}
-                for what, check in (("check run", True), ("first run", False), ("no-op rerun", False)):
-                    before = node_patches(bindir / "kubectl", admin, by_code=True)
-                    out, wall, cpu = call(kubeconfig, wanted, check)
-                    codes = node_patches(bindir / "kubectl", admin, by_code=True)
-                    codes.subtract(before)
-                    writes = ", ".join(f"{v} x {k}" for k, v in sorted(codes.items()) if v) or "0"
-                    print(
-                        f"  {what:12s} {wall:7.2f} s wall, {cpu:6.2f} CPU-s; read {out.get('read')}, "
-                        f"patched {out.get('patched')}, unchanged {out.get('unchanged')}; "
-                        f"PATCH /nodes counted by the API server: {writes}"
-                        + (f"; FAILED: {out.get('msg')}" if out.get("failed") else "")
-                    )
-        finally:
-            kube_sh(state, "stop", "--purge")
     return 0
 
 

@@ -4,7 +4,9 @@
 field-manager conflicts named (the core of the ``k8s_apply`` module).
 
 Each object is read, then applied (``PATCH`` with ``application/apply-patch+yaml``) without forcing
-conflicts. Every request goes through ``k8s_retry.call``: 429, 5xx, an optimistic-lock 409 and a
+conflicts, unless the object read shows that the apply would change nothing (k8s_applied: every
+field has its value and this field manager owns exactly those fields): a no-op rerun writes
+nothing. Every request goes through ``k8s_retry.call``: 429, 5xx, an optimistic-lock 409 and a
 lost connection are retried with backoff for at most ``timeout`` seconds per request, then the
 object is named in the failure. A field-manager conflict (another manager, such as a
 ``kubectl edit`` or another tool, holds a field this collection sets to another value: the API
@@ -24,6 +26,7 @@ import json
 import re
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
+from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import k8s_applied as _k8s_applied
 from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import k8s_retry as _k8s_retry
 
 MODES = ("fail", "take")
@@ -89,6 +92,10 @@ def content(obj: Any) -> Optional[Dict[str, Any]]:
     return data
 
 
+def _plain(obj: Any) -> Dict[str, Any]:
+    return obj.to_dict() if hasattr(obj, "to_dict") else dict(obj)
+
+
 def _held_text(held: Sequence[Mapping[str, str]], how: str) -> str:
     return ", ".join(f'{h["field"]} {how} field manager "{h["manager"]}"' for h in held)
 
@@ -120,6 +127,9 @@ def apply_one(
             if _k8s_retry.status_of(exc) != 404:
                 raise
             before = None
+        if before is not None and _k8s_applied.unchanged(obj, _plain(before), manager):
+            out["before"] = out["after"] = content(before)
+            return out
         params = {"field_manager": manager, "namespace": namespace, "name": meta["name"]}
         if dry_run:
             params["dry_run"] = "All"

@@ -1,0 +1,50 @@
+"""The rollout report (playbooks/templates/rollout-report.txt.j2) is one pass over the GPU nodes: each
+node's variables are read a fixed number of times, whatever the number of nodes, so building the report
+of a 4,096-node cluster costs 64 times that of 64 nodes, not more (benchmarks/bench_cluster_layer.py
+measures it). A template that looked up every node for each node would fail here."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import jinja2
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+TEMPLATE = REPO / "playbooks" / "templates" / "rollout-report.txt.j2"
+
+
+class CountingHostvars(dict):
+    """hostvars that counts how often each host's variables are read."""
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self.reads: Counter = Counter()
+
+    def __getitem__(self, host):
+        self.reads[host] += 1
+        return super().__getitem__(host)
+
+
+def render(n: int):
+    hosts = [f"gpu-node-{i:04d}" for i in range(n)]
+    hostvars = CountingHostvars({h: {"gpufabric_report_sections": {"plan": f"{h} planned"}} for h in hosts})
+    hostvars["localhost"] = {"gpufabric_report_sections": {"cluster": "objects"}}
+    order = yaml.safe_load((REPO / "playbooks" / "vars" / "report.yml").read_text())["__report_order"]
+    env = jinja2.Environment(undefined=jinja2.Undefined, trim_blocks=True)
+    text = env.from_string(TEMPLATE.read_text()).render(
+        groups={"gpu_nodes": hosts}, hostvars=hostvars, __report_order=order
+    )
+    return text, hostvars.reads, hosts
+
+
+def test_each_node_is_read_a_fixed_number_of_times_whatever_the_count():
+    small_text, small, small_hosts = render(8)
+    text, reads, hosts = render(512)
+    assert f"== node {hosts[-1]} ==" in text and f"{hosts[-1]} planned" in text and "== cluster ==" in text
+    per_node = {reads[h] for h in hosts}
+    assert len(per_node) == 1 and per_node == {small[small_hosts[0]]}, per_node
+    assert sum(reads.values()) - reads["localhost"] == len(hosts) * per_node.pop()
+    assert reads["localhost"] == small["localhost"]
+    assert len(text.splitlines()) / len(small_text.splitlines()) < 512 / 8 + 1
