@@ -260,7 +260,7 @@ def measure(cluster: pc.Cluster, what: str, args: List[str], log: Path, env) -> 
 def one_size(n: int) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-cluster-layer-") as tmpdir:
         tmp = Path(tmpdir)
-        names: Dict[str, List[str]] = {g: [] for g, _ in GROUPS}
+        names: Dict[str, List[str]] = {group: [] for group, _snapshot in GROUPS}
         pairs: List[Tuple[str, str]] = []
         for i in range(n):
             group, snapshot = GROUPS[i % len(GROUPS)]
