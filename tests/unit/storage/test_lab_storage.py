@@ -377,3 +377,32 @@ def test_modprobe_applies_modprobe_d_options_and_doca_builds(lab):
     run(lab, "modprobe", "-r", "rpcrdma")
     run(lab, "modprobe", "rpcrdma")
     assert (params / "rpcrdma/version").read_text() == "24.10.OFED.24.10.1.1.4.1\n", "DOCA-OFED's mlnx-nfsrdma"
+
+
+def test_helpers_mounting_at_once_keep_every_line(lab):
+    """At boot systemd runs the fstab mounts and the clients' services side by side. Each lab-mount
+    rewrites <sysroot>/proc/mounts; before the lock, one helper's rewrite dropped the line another had
+    just added, and a filesystem that was mounted read back as not mounted (seen in the storage
+    scenario's verify after a restart)."""
+    env = dict(os.environ, GPUFABRIC_LAB_ROOT=str(lab), GPUFABRIC_LAB_HOSTNAME="storage-node1")
+    (lab / "sysroot/run/gpufabric-lab").mkdir(parents=True, exist_ok=True)
+    (lab / "sysroot/run/gpufabric-lab/weka-agent").touch()
+    targets = [f"/mnt/w{i:02d}" for i in range(24)]
+    for target in targets:
+        (lab / target.lstrip("/")).mkdir(parents=True)
+    tool = str(lab / "usr/local/sbin/lab-mount")
+    procs = [
+        subprocess.Popen(
+            [tool, "wekafs", "172.16.0.203/checkpoints", t],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for t in targets
+    ]
+    for proc in procs:
+        _out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+    recorded = [line.split()[1] for line in (lab / "sysroot/proc/mounts").read_text().splitlines() if "wekafs" in line]
+    assert sorted(recorded) == targets
