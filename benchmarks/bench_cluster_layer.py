@@ -75,23 +75,11 @@ def crds_dir(tmp: Path) -> Path:
 
 
 def variables(cluster: pc.Cluster, crds: Path, plan_dir: Path) -> Dict[str, Any]:
-    """The cluster's variables (as tests/controlplane/test_awx_runner.py's lab has them)."""
+    """The cluster's variables: the lab's fabric, NCCL version and mode (inventory/lab), and the rest for N nodes."""
     helm = str(REPO / ".tools" / "bin" / "helm")
+    lab = yaml.safe_load((REPO / "inventory" / "lab" / "group_vars" / "all" / "fabric.yml").read_text())
     return {
-        "gpufabric_fabric": {
-            "transport": "roce",
-            "lossless_priority": 3,
-            "data_dscp": 26,
-            "cnp_dscp": 48,
-            "cnp_priority": 6,
-            "roce_tos": 106,
-            "mtu": 9000,
-            "ecn": True,
-            "pfc": True,
-            "rdma_netns_mode": "shared",
-        },
-        "gpufabric_nccl_version": "2.27.3",
-        "gpufabric_k8s_mode": "apply",
+        **{key: lab[key] for key in ("gpufabric_fabric", "gpufabric_nccl_version", "gpufabric_k8s_mode")},
         "gpufabric_kubeconfig": str(cluster.kubeconfig),
         "gpufabric_rails": {
             # 8 rails of 4,096 nodes x 16 addresses each
