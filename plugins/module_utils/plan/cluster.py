@@ -17,6 +17,8 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import k8s_publish as _k8s_publish
 from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.check import show
 from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.cluster import ClusterPlanError
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import dra as _plan_dra
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import dra_mixes as _dra_mixes
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import gpu_operator as _plan_gpu_operator
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import networks as _cluster_plan
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import roce as _qos_plan
@@ -172,6 +174,27 @@ def _network(
     return network, instance
 
 
+def _dra(
+    values: Mapping[str, Any], nodes: Mapping[str, Mapping[str, Any]], network: Mapping[str, Any], instance: str
+) -> Optional[Dict[str, Any]]:
+    """The DRA section (``gpufabric_k8s_device_allocation: dra``), its objects owned like the rails'
+    (the rdma_networks component); None with the device plugins."""
+    if (values.get(_plan_dra.VARIABLE) or "device_plugin") != "dra":
+        return None
+    config = network["config"]
+    try:
+        section = _plan_dra.plan(
+            network["node_groups"],
+            {r["k8s_node_name"]: r["topology"] for r in nodes.values()},
+            config["nad_namespace"],
+            config["label_prefix"] + "/node-group",
+        )
+    except _plan_dra.DraPlanError as exc:
+        raise PlanError(str(exc).split("\n")) from None
+    section["objects"] = _k8s_publish.own(section["objects"], "rdma_networks", instance)
+    return section
+
+
 def plan(
     values: Mapping[str, Any],
     records: Mapping[str, Optional[Mapping[str, Any]]],
@@ -187,6 +210,8 @@ def plan(
     problems = cross_node_problems(nodes)
     rail_problems, rail_notes = rail_exclusions(values, nodes)
     problems.extend(rail_problems)
+    # Device-allocation mixes that cannot coexist: refused first, whatever else the plan finds.
+    problems.extend(_dra_mixes.refusals(values))
     if problems:
         raise PlanError(problems)
     first = nodes[sorted(nodes)[0]]
@@ -204,6 +229,7 @@ def plan(
         problems.extend(refused)
     if problems:
         raise PlanError(problems)
+    dra = _dra(values, nodes, network, instance)
     if gpu_operator:
         gpu_operator["nvidia_drivers"] = _k8s_publish.own(gpu_operator["nvidia_drivers"], "gpu_operator", instance)
     if storage:
@@ -231,6 +257,9 @@ def plan(
         "network_operator": {"chart_values": network_operator_values(values, rails)},
         "storage": storage,
         "gpu_operator": gpu_operator,
+        # gpufabric_k8s_device_allocation: dra: DeviceClasses and claim templates (plan/dra.py); else None.
+        "device_allocation": values.get(_plan_dra.VARIABLE) or "device_plugin",
+        "dra": dra,
         "skew_notes": skew_notes,
         "rail_notes": rail_notes,
         "charts": chart_sources(values, storage),

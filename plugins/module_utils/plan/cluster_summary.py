@@ -12,6 +12,7 @@ import tempfile
 from typing import Any, Dict, List, Mapping, Optional
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.discover import rails as _topology_rails
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import dra as _plan_dra
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import gpu_operator as _plan_gpu_operator
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import storage_csi as _plan_storage_csi
 from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import cluster_report as _cluster_report
@@ -131,6 +132,8 @@ def summary_text(result: Mapping[str, Any]) -> str:
     lines.extend(_plan_gpu_operator.summary_lines(result.get("gpu_operator")))
     counts = ", ".join(f"{part} {len(objs)}" for part, objs in result["network"]["objects"].items())
     lines.append(f"objects: {counts}")
+    if result.get("dra"):  # with the device plugins the summary stays as it was
+        lines.extend(_plan_dra.summary_lines(result["dra"]))
     lines.extend(_plan_storage_csi.summary_lines(result.get("storage")))
     lines.extend(f"chart {c['chart']}: {c['source']}, {c['provenance']}" for c in result.get("charts") or [])
     lines.extend(_switch_render.summary_lines(result.get("switches")))

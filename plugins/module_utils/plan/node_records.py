@@ -28,6 +28,7 @@ _NIC_KEYS = (
     "driver",
     "function",
     "numa_node",
+    "host_bridge",
     "rail",
     "role",
     "rdma_device",
@@ -45,10 +46,14 @@ def compact_topology(topology: Mapping[str, Any]) -> Dict[str, Any]:
         item["ports"] = [{key: port.get(key) for key in _PORT_KEYS} for port in nic.get("ports") or []]
         nics.append(item)
     return {
-        "gpus": [{"model": g.get("model"), "bdf": g.get("bdf")} for g in topology.get("gpus") or []],
+        # index, name, NUMA node and PCIe root: the DRA planner pairs GPUs and rail NICs by them (plan/dra.py)
+        "gpus": [
+            {k: g.get(k) for k in ("model", "bdf", "index", "name", "numa_node", "host_bridge")}
+            for g in topology.get("gpus") or []
+        ],
         "nics": nics,
         "rails": [
-            {k: r.get(k) for k in ("rail", "gpu", "gpu_bdf", "nic", "netdev", "roce_netdev", "roce_vlan")}
+            {k: r.get(k) for k in ("rail", "gpu", "gpu_bdf", "nic", "nic_bdf", "netdev", "roce_netdev", "roce_vlan")}
             for r in topology.get("rails") or []
         ],
         "rails_excluded": [dict(x) for x in topology.get("rails_excluded") or []],
