@@ -13,7 +13,10 @@ Each NAME becomes a Node named like the lab node, described from the hardware sn
 - annotation kwok.x-k8s.io/node=fake: kwok plays its kubelet (Ready, Lease, Pods);
 - annotation lab.gpufabric.io/rdma-nics: the RDMA NICs (netdev, vendor, device, driver, link
   type) the RDMA shared device plugin would find on the node; the operator stand-in
-  (play_operator.py) advertises the plugin's resources only where a NIC matches its selectors.
+  (play_operator.py) advertises the plugin's resources only where a NIC matches its selectors;
+- annotation lab.gpufabric.io/dra-devices: the GPUs and RDMA NICs with their PCI address, PCIe
+  root (host bridge), NUMA node and interface name, from which the stand-in publishes the
+  ResourceSlices the DRA drivers would.
 
 Server-side apply with one field manager, for the object and for its status, so a second run
 changes nothing and leaves alone what others added (the RDMA resources the stand-in advertises).
@@ -37,6 +40,7 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.discover.topolog
 FIELD_MANAGER = "gpufabric-lab-nodes"
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 NICS_ANNOTATION = "lab.gpufabric.io/rdma-nics"
+DRA_ANNOTATION = "lab.gpufabric.io/dra-devices"
 PODS_PER_NODE = "110"
 ARCH = {"x86_64": "amd64", "arm64": "arm64"}
 LINK_TYPES = {"Ethernet": "ether", "InfiniBand": "infiniband"}
@@ -64,6 +68,23 @@ def _cpus(cpulist: str) -> int:
         lo, _dash, hi = part.partition("-")
         count += int(hi or lo) - int(lo) + 1
     return count
+
+
+def dra_devices(facts: Dict[str, Any]) -> Dict[str, List[Dict[str, Any]]]:
+    """What the DRA drivers would find on the node: GPUs (minor = index, as the driver numbers
+    them in BDF order) and RDMA NICs, each with its PCIe root and NUMA node."""
+    gpus = [
+        {"minor": g["index"], "bdf": g["bdf"], "root": g.get("host_bridge"), "model": g.get("model") or ""}
+        for g in facts.get("gpus") or []
+    ]
+    nics = []
+    for nic in facts.get("nics") or []:
+        netdev = next((p.get("netdev") for p in nic.get("ports") or [] if p.get("netdev")), None)
+        if nic.get("rdma_device") and netdev:
+            nics.append(
+                {"bdf": nic["bdf"], "root": nic.get("host_bridge"), "numa": nic.get("numa_node"), "ifName": netdev}
+            )
+    return {"gpus": gpus, "nics": nics}
 
 
 def node_object(name: str, facts: Dict[str, Any], memory: str) -> Dict[str, Any]:
@@ -100,6 +121,7 @@ def node_object(name: str, facts: Dict[str, Any], memory: str) -> Dict[str, Any]
             "annotations": {
                 KWOK_ANNOTATION: "fake",
                 NICS_ANNOTATION: json.dumps(nics, separators=(",", ":"), sort_keys=True),
+                DRA_ANNOTATION: json.dumps(dra_devices(facts), separators=(",", ":"), sort_keys=True),
             },
         },
         "status": {"capacity": dict(resources), "allocatable": dict(resources)},

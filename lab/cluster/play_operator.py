@@ -20,6 +20,16 @@ on every change:
   status.allocatable with server-side apply under this stand-in's own field manager, so what it
   stops advertising is removed and what others wrote (kwok, nodes.py) is left alone.
 
+- publishes, on each node, the ResourceSlices the DRA drivers' kubelet plugins would, for each
+  driver a DeviceClass of the cluster selects (`device.driver == "..."`; the drivers themselves
+  are not deployed by the collection yet, so a DeviceClass stands for "the driver runs"): the GPU
+  driver gpu.nvidia.com (a device `gpu-<minor>` per GPU) and dranet, dra.net (a device
+  `pci-<address>` per RDMA NIC), with the attributes those drivers publish, named as they name
+  them (docs/facts.md, "DRA drivers: names and device attributes"), valued from the node's
+  hardware snapshot (annotation lab.gpufabric.io/dra-devices, written by nodes.py). One slice per
+  driver per node, a pool of its own named after the node; removed when no DeviceClass names the
+  driver any more.
+
 The GPU Operator's ClusterPolicy and NVIDIADrivers get the status the GPU Operator writes: state,
 and Ready/Error conditions; not ready names the operand states the spec enables.
 
@@ -32,6 +42,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import threading
 import time
@@ -43,6 +54,10 @@ from kubernetes.client.exceptions import ApiException
 
 FIELD_MANAGER = "gpufabric-lab-operator-standin"
 NICS_ANNOTATION = "lab.gpufabric.io/rdma-nics"
+DRA_ANNOTATION = "lab.gpufabric.io/dra-devices"
+SLICE_LABEL = "lab.gpufabric.io/played-driver"
+GPU_DRIVER, NIC_DRIVER = "gpu.nvidia.com", "dra.net"
+PCIE_ROOT, PCI_BUS_ID = "resource.kubernetes.io/pcieRoot", "resource.kubernetes.io/pciBusID"
 SELECTOR_KEYS = {
     "vendors": "vendor",
     "deviceIDs": "deviceID",
@@ -245,6 +260,98 @@ def owned_resources(node: Dict[str, Any]) -> Dict[str, str]:
     return owned
 
 
+# ------------------------------------------------------------------------------- DRA drivers
+def played_drivers(device_classes: List[Dict[str, Any]]) -> List[str]:
+    """The drivers (of those this stand-in plays) that the cluster's DeviceClasses select."""
+    found = set()
+    for obj in device_classes:
+        for selector in (obj.get("spec") or {}).get("selectors") or []:
+            expression = str(((selector or {}).get("cel") or {}).get("expression") or "")
+            for driver in (GPU_DRIVER, NIC_DRIVER):
+                if re.search(r'device\.driver\s*==\s*"' + re.escape(driver) + '"', expression):
+                    found.add(driver)
+    return sorted(found)
+
+
+def _attrs(values: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
+    """DeviceAttributes (resource.k8s.io/v1: one of string, int, bool) of the values that are known."""
+    out = {}
+    for name, value in values.items():
+        if value is None:
+            continue
+        kind = "bool" if isinstance(value, bool) else "int" if isinstance(value, int) else "string"
+        out[name] = {kind: value}
+    return out
+
+
+def driver_devices(driver: str, hardware: Dict[str, Any], node: str) -> List[Dict[str, Any]]:
+    """The devices `driver` publishes for a node's hardware (annotation DRA_ANNOTATION)."""
+    if driver == GPU_DRIVER:
+        return [
+            {
+                "name": f"gpu-{g['minor']}",
+                "attributes": _attrs(
+                    {
+                        "type": "gpu",
+                        # lab values: a stable UUID per node and GPU, the product as nvidia-smi names it
+                        "uuid": "GPU-{}-{:04d}".format(re.sub(r"[^a-z0-9]", "", node.lower())[:20], g["minor"]),
+                        "productName": f"NVIDIA {g.get('model')}".strip(),
+                        PCI_BUS_ID: g["bdf"],
+                        PCIE_ROOT: g.get("root"),
+                    }
+                ),
+            }
+            for g in hardware.get("gpus") or []
+        ]
+    return [
+        {
+            "name": "pci-" + re.sub(r"[:.]", "-", n["bdf"]),
+            "attributes": _attrs(
+                {
+                    "dra.net/pciAddress": n["bdf"],
+                    "dra.net/ifName": n.get("ifName"),
+                    "dra.net/numaNode": n.get("numa"),
+                    "dra.net/rdma": True,
+                    PCIE_ROOT: n.get("root"),
+                }
+            ),
+        }
+        for n in hardware.get("nics") or []
+    ]
+
+
+def slice_name(node: str, driver: str) -> str:
+    return f"{node}-{driver.replace('.', '-')}"[:253]
+
+
+def resource_slices(node: Dict[str, Any], drivers: List[str]) -> List[Dict[str, Any]]:
+    """One ResourceSlice per played driver for a Node that carries the hardware annotation."""
+    meta = node.get("metadata") or {}
+    try:
+        hardware = json.loads((meta.get("annotations") or {}).get(DRA_ANNOTATION) or "{}")
+    except ValueError:
+        hardware = {}
+    out = []
+    for driver in drivers:
+        devices = driver_devices(driver, hardware, meta["name"]) if hardware else []
+        if not devices:
+            continue
+        out.append(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceSlice",
+                "metadata": {"name": slice_name(meta["name"], driver), "labels": {SLICE_LABEL: driver}},
+                "spec": {
+                    "driver": driver,
+                    "nodeName": meta["name"],
+                    "pool": {"name": meta["name"], "generation": 1, "resourceSliceCount": 1},
+                    "devices": devices,
+                },
+            }
+        )
+    return out
+
+
 # ------------------------------------------------------------------------------------ the loop
 class StandIn:
     def __init__(self, kubeconfig: str, mode_file: str):
@@ -281,6 +388,10 @@ class StandIn:
     def start_watches(self) -> None:
         core = client.CoreV1Api(self._api())
         threads = [threading.Thread(target=self.watch_forever, args=(core.list_node, "nodes"), daemon=True)]
+        resource = client.ResourceV1Api(self._api())
+        threads.append(
+            threading.Thread(target=self.watch_forever, args=(resource.list_device_class, "deviceclasses"), daemon=True)
+        )
         for operand in OPERANDS:
             custom = client.CustomObjectsApi(self._api())
 
@@ -337,6 +448,30 @@ class StandIn:
                 force=True,
                 _content_type="application/apply-patch+yaml",
             )
+            changed += 1
+        return changed + self.reconcile_slices(api, core)
+
+    def reconcile_slices(self, api, core) -> int:
+        """Publish the played drivers' ResourceSlices; remove those of drivers no longer played."""
+        resource = client.ResourceV1Api(api)
+        drivers = played_drivers(api.sanitize_for_serialization(resource.list_device_class()).get("items") or [])
+        played = api.sanitize_for_serialization(resource.list_resource_slice(label_selector=SLICE_LABEL))
+        have = {o["metadata"]["name"]: o for o in played.get("items") or []}
+        want = {}
+        for node in api.sanitize_for_serialization(core.list_node()).get("items", []):
+            for item in resource_slices(node, drivers):
+                want[item["metadata"]["name"]] = item
+        changed = 0
+        for name, item in want.items():
+            current = have.get(name)
+            if current and current.get("spec", {}).get("devices") == item["spec"]["devices"]:
+                continue
+            resource.patch_resource_slice(
+                name, item, field_manager=FIELD_MANAGER, force=True, _content_type="application/apply-patch+yaml"
+            )
+            changed += 1
+        for name in sorted(set(have) - set(want)):
+            resource.delete_resource_slice(name)
             changed += 1
         return changed
 
