@@ -200,7 +200,7 @@ def test_a_claim_that_cannot_be_aligned_stays_pending_with_the_reason(cluster, d
             exactly["selectors"] = [{"cel": {"expression": expression}}]
         return {"name": name, "exactly": exactly}
 
-    root = f'device.attributes["{dra.PCIE_ROOT.split("/")[0]}"].pcieRoot'
+    root = 'device.attributes["resource.kubernetes.io"].pcieRoot'  # dra.PCIE_ROOT in CEL
     blocker = claim(
         "blocker",
         [
