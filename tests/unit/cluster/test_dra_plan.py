@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import copy
 
+import kubernetes_validate
 import pytest
+from kubernetes_support import NEWEST
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.cluster import group_nodes
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import dra
@@ -181,3 +183,13 @@ def test_a_record_without_pcie_roots_asks_for_a_new_one(dgx):
         "gpufabric_k8s_device_allocation: dra, but node group h200-connectx-7-8r: the record of gpu-node-1 has no "
         "PCIe roots (stored by an older release of the collection); run the plan with that node once"
     )
+
+
+@pytest.mark.parametrize("release", ["1.34", NEWEST])
+def test_every_object_is_valid_from_the_first_release_with_resource_v1(dgx, release):
+    """resource.k8s.io/v1 is served from Kubernetes 1.34 (DRA GA); the lab's API server (1.36)
+    accepts them too (tests/controlplane/test_dra_scheduling.py)."""
+    objects = planned(dgx)["objects"]
+    assert len(objects) == 6
+    for obj in objects:
+        kubernetes_validate.validate(obj, release, strict=True)
