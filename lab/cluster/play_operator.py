@@ -431,7 +431,8 @@ class StandIn:
                         _content_type="application/merge-patch+json",
                     )
                     changed += 1
-        for node in api.sanitize_for_serialization(core.list_node()).get("items", []):
+        nodes = api.sanitize_for_serialization(core.list_node()).get("items", [])
+        for node in nodes:
             want = node_resources(node, policies)
             if owned_resources(node) == want:
                 continue
@@ -449,16 +450,16 @@ class StandIn:
                 _content_type="application/apply-patch+yaml",
             )
             changed += 1
-        return changed + self.reconcile_slices(api, core)
+        return changed + self.reconcile_slices(api, nodes)
 
-    def reconcile_slices(self, api, core) -> int:
+    def reconcile_slices(self, api, nodes: List[Dict[str, Any]]) -> int:
         """Publish the played drivers' ResourceSlices; remove those of drivers no longer played."""
         resource = client.ResourceV1Api(api)
         drivers = played_drivers(api.sanitize_for_serialization(resource.list_device_class()).get("items") or [])
         played = api.sanitize_for_serialization(resource.list_resource_slice(label_selector=SLICE_LABEL))
         have = {o["metadata"]["name"]: o for o in played.get("items") or []}
         want = {}
-        for node in api.sanitize_for_serialization(core.list_node()).get("items", []):
+        for node in nodes if drivers else []:
             for item in resource_slices(node, drivers):
                 want[item["metadata"]["name"]] = item
         changed = 0
