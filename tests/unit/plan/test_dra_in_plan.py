@@ -4,19 +4,23 @@ are refused before any change (the bad-input suite has their messages)."""
 
 from __future__ import annotations
 
+import pytest
 from conftest import check, lab_intent, node_facts
 from test_bad_intent import SKEW, merged, node_plan
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import cluster as _plan_cluster
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node as _plan_node
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node_records as _node_records
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan.dra_mixes import refusals
 
 
-def cluster_plan(specs, changes=None):
+def cluster_plan(specs, changes=None, gpu0_root=None):
     records = {}
     for index, name in ((1, "gpu-node-01"), (2, "gpu-node-02")):
         variables = merged(lab_intent(), {"gpufabric_k8s_node_name": name})
         facts = node_facts(index)
+        if gpu0_root:
+            facts["topology"]["gpus"][0]["host_bridge"] = gpu0_root
         records[name] = _node_records.node_record(node_plan(specs, variables, facts), facts["topology"])
     values, problems = check(specs, "cluster", merged(lab_intent(), changes or {}))
     assert not problems, problems
@@ -61,6 +65,20 @@ def test_dra_plans_classes_and_templates_owned_by_the_instance(specs):
     assert {t["metadata"]["namespace"] for t in templates} == {plan["network"]["config"]["nad_namespace"]}
     assert "device allocation: DRA, GPUs from gpu.nvidia.com, rail NICs from dra.net" in plan["summary"]
     assert f"  {group['name']}: {group['name']}-full (8 set(s))" in plan["summary"]
+
+
+def test_a_gpu_its_rail_nic_cannot_reach_refuses_the_plan(specs):
+    dra_mode = {"gpufabric_k8s_device_allocation": "dra", "gpu_operator_components": {"device_plugin": False}}
+    with pytest.raises(_plan_node.PlanError) as refused:
+        cluster_plan(specs, dra_mode, gpu0_root="pci0000:14")
+    assert refused.value.problems == [
+        "gpufabric_k8s_device_allocation: dra, but node group h200-connectx-7-8r (gpu-node-01): GPU0 (0000:19:00.0, "
+        "PCIe root pci0000:14) and its rail NIC mlx5_0 (0000:18:00.0, PCIe root pci0000:15) share no PCIe root, so "
+        "resource.kubernetes.io/pcieRoot cannot align them (and the GPU driver publishes no NUMA attribute for a full "
+        "GPU); keep device_plugin for this hardware"
+    ]
+    # The device plugins do not need the roots: the same hardware plans as before.
+    assert cluster_plan(specs, gpu0_root="pci0000:14")[1]["dra"] is None
 
 
 def test_refusals_name_both_sides():
