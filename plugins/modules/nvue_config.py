@@ -32,7 +32,7 @@ attributes:
     description: Reads the applied configuration and reports what the apply would change; creates nothing.
   diff_mode:
     support: full
-    description: The touched settings, one C(path: value) line each, before and after.
+    description: The touched settings before and after, one line each (the path, a colon, the value).
 notes:
   - Source of the revision flow - NVIDIA Cumulus Linux user guide, NVUE API,
     U(https://docs.nvidia.com/networking-ethernet-software/cumulus-linux-512/System-Configuration/NVIDIA-User-Experience-NVUE/NVUE-API/).
@@ -69,6 +69,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.switch import nvue as _nvue
 from ansible_collections.gpufabric.rollout.plugins.module_utils.switch import nvue_api as _nvue_api
+
 
 def main():
     module = AnsibleModule(

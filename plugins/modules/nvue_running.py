@@ -40,6 +40,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufabric.rollout.plugins.module_utils.switch import nvue as _nvue
 from ansible_collections.gpufabric.rollout.plugins.module_utils.switch import nvue_api as _nvue_api
 
+
 def main():
     module = AnsibleModule(argument_spec=dict(_nvue_api.ARGUMENT_SPEC), supports_check_mode=True)
     p = module.params

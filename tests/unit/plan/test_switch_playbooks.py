@@ -15,7 +15,6 @@ from __future__ import annotations
 import copy
 import json
 import sys
-from pathlib import Path
 
 import pytest
 import yaml
@@ -26,7 +25,7 @@ from test_bad_intent import node_plan
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node_records as _node_records
 
 sys.path.insert(0, str(REPO / "tests" / "unit" / "switch"))
-from nvue_standin import PASSWORD, USER, Standin  # noqa: E402
+from nvue_standin import PASSWORD, USER, Standin
 
 pytestmark = pytest.mark.slow
 LEAF = "leaf-t"
@@ -47,7 +46,12 @@ def lab(tmp_path, specs):
     store = _node_records.DiscoveryStore(str(plan_dir / "discovery"))
     for index, name in enumerate(NODES, start=1):
         facts = node_facts(index)
-        store.save(name, _node_records.node_record(node_plan(specs, dict(lab_intent(), gpufabric_k8s_node_name=name), facts), facts["topology"]))
+        store.save(
+            name,
+            _node_records.node_record(
+                node_plan(specs, dict(lab_intent(), gpufabric_k8s_node_name=name), facts), facts["topology"]
+            ),
+        )
     variables = dict(
         lab_intent(),
         gpufabric_k8s_mode="render",

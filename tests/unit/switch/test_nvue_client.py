@@ -134,9 +134,7 @@ def test_apply_creates_patches_applies_and_polls_then_a_rerun_changes_nothing():
 def test_check_mode_creates_nothing_and_tells_what_would_change():
     api = FakeApi({"interface": {"swp1": {"link": {"mtu": 1500}}}})
     result = converge(api, check_mode=True)
-    assert result["changed"] and {"path": "interface swp1 link mtu", "before": 1500, "after": 9216} in result[
-        "changes"
-    ]
+    assert result["changed"] and {"path": "interface swp1 link mtu", "before": 1500, "after": 9216} in result["changes"]
     assert api.calls == [("GET", "", "applied")]
 
 

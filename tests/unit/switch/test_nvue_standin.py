@@ -58,9 +58,10 @@ def test_a_revision_is_created_patched_applied_and_reports_applied(standin):
         "qos": {"roce": {"enable": "on"}},
     }
     assert call(standin, "GET", "?rev=applied") == {"system": {"hostname": "leaf-a"}}
-    assert call(standin, "PATCH", f"revision/{quoted}", {"state": "apply", "auto-prompt": {"ays": "ays_yes"}})[
-        "state"
-    ] == "apply"
+    assert (
+        call(standin, "PATCH", f"revision/{quoted}", {"state": "apply", "auto-prompt": {"ays": "ays_yes"}})["state"]
+        == "apply"
+    )
     assert call(standin, "GET", f"revision/{quoted}")["state"] == "apply"  # seen once on its way
     assert call(standin, "GET", f"revision/{quoted}")["state"] == "applied"
     assert call(standin, "GET", "qos/roce?rev=applied") == {"enable": "on"}
