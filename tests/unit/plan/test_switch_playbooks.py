@@ -98,7 +98,7 @@ def applied_changed(records) -> list:
     return [r["changed"] for r in records if r["task"] == APPLY_TASK]
 
 
-def test_apply_converges_a_rerun_changes_nothing_and_check_mode_is_exact(lab):
+def test_apply_converges_a_rerun_changes_nothing_and_check_mode_is_exact(lab, tmp_path):
     standin, run = lab
     before = standin.applied()
     done, records = run("switches.yml", "--check", "--diff")
@@ -109,6 +109,7 @@ def test_apply_converges_a_rerun_changes_nothing_and_check_mode_is_exact(lab):
     assert standin.server.RequestHandlerClass.state.revisions == {}  # and created no revision
     assert "+interface swp16 link mtu: 9216" in out  # --diff shows the touched settings
     assert PASSWORD not in out
+    assert PASSWORD not in "".join(p.read_text() for p in (tmp_path / "plan").rglob("*") if p.is_file())
 
     done, records = run("switches.yml")
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
