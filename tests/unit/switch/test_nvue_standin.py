@@ -110,7 +110,9 @@ def test_tls_is_verified_against_the_stand_ins_own_ca(standin, tmp_path):
 def test_the_script_starts_as_documented_and_takes_its_password_from_the_environment(tmp_path):
     state = tmp_path / "state"
     script = [sys.executable, str(REPO / "lab" / "nvue" / "standin.py"), "--state-dir", str(state), "--user", USER]
-    refused = subprocess.run(script, capture_output=True, text=True, env={"PATH": os.environ["PATH"]}, timeout=30)
+    refused = subprocess.run(
+        script, capture_output=True, text=True, env={"PATH": os.environ["PATH"]}, timeout=30, check=False
+    )
     assert refused.returncode != 0 and "NVUE_STANDIN_PASSWORD" in refused.stderr
     env = {"PATH": os.environ["PATH"], "NVUE_STANDIN_PASSWORD": PASSWORD}
     with subprocess.Popen(script, stdout=subprocess.PIPE, text=True, env=env) as process:
