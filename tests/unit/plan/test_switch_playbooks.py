@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import json
+import socket
 import sys
 
 import pytest
@@ -33,14 +34,36 @@ NODES = ("gpu-node-01", "gpu-node-02")
 APPLY_TASK = f"Apply the planned QoS of {LEAF}"
 
 
-def switches(address: str) -> dict:
-    rails = [{"rail": r, "ports": f"swp{2 * r + 1}-{2 * r + 2}", "nodes": list(NODES)} for r in range(8)]
-    return {"mode": "apply", "leaves": [{"name": LEAF, "os": "nvue", "address": address, "rails": rails}]}
+DEAD = "leaf-a-dead"
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def switches(address: str, dead_first: bool) -> dict:
+    """One stand-in leaf with the eight rails; with ``dead_first``, a leaf nothing answers for rails 0-3
+    before it, which then has rails 4-7."""
+
+    def rails(indexes):
+        return [{"rail": r, "ports": f"swp{2 * r + 1}-{2 * r + 2}", "nodes": list(NODES)} for r in indexes]
+
+    if not dead_first:
+        return {"mode": "apply", "leaves": [{"name": LEAF, "os": "nvue", "address": address, "rails": rails(range(8))}]}
+    dead = {"name": DEAD, "os": "nvue", "address": f"127.0.0.1:{closed_port()}", "rails": rails(range(4))}
+    return {
+        "mode": "apply",
+        "leaves": [dead, {"name": LEAF, "os": "nvue", "address": address, "rails": rails(range(4, 8))}],
+    }
 
 
 @pytest.fixture()
-def lab(tmp_path, specs):
-    """(the running stand-in, a function running a playbook with the test's inventory)."""
+def lab(tmp_path, specs, request):
+    """(the running stand-in, a function running a playbook with the test's inventory); parametrized
+    indirectly with True, a leaf nothing answers for comes first."""
     standin = Standin(tmp_path / "nvue")
     plan_dir = tmp_path / "plan"
     store = _node_records.DiscoveryStore(str(plan_dir / "discovery"))
@@ -57,7 +80,7 @@ def lab(tmp_path, specs):
         gpufabric_k8s_mode="render",
         gpufabric_k8s_render_dir=str(tmp_path / "rendered"),
         plan_dir=str(plan_dir),
-        gpufabric_switches=switches(standin.address),
+        gpufabric_switches=switches(standin.address, getattr(request, "param", False)),
         gpufabric_switch_api_user=USER,
         gpufabric_switch_api_password=PASSWORD,
         gpufabric_switch_api_ca_path=standin.ca,
@@ -165,3 +188,17 @@ def test_the_agreement_check_passes_on_agreement_and_names_each_injected_mismatc
     out = done.stdout + done.stderr
     assert done.returncode == 0, out[-4000:]
     assert f"Leaves agree with the GPU nodes: {LEAF}" in out
+
+
+@pytest.mark.parametrize("lab", [True], indirect=True)
+def test_the_first_leaf_that_fails_stops_the_run_before_the_next(lab):
+    standin, run = lab
+    done, records = run("switches.yml")
+    out = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert f"{DEAD}: GET https://127.0.0.1:" in out and "Connection refused" in out, out[-4000:]
+    assert [r["task"] for r in records if r["task"].startswith("Apply the planned QoS")] == [
+        f"Apply the planned QoS of {DEAD}"
+    ]
+    assert standin.applied() == {}  # the next leaf was not touched
+    assert PASSWORD not in out
