@@ -33,6 +33,7 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import k8s
 from ansible_collections.gpufabric.rollout.plugins.module_utils.intent import check as _intent
 from ansible_collections.gpufabric.rollout.plugins.module_utils.intent import rules as _intent_rules
 from ansible_collections.gpufabric.rollout.plugins.module_utils.intent import storage as _intent_storage
+from ansible_collections.gpufabric.rollout.plugins.module_utils.intent import switch_rules as _switch_rules
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import cluster as _plan_cluster
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import cluster_summary as _cluster_summary
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import index_reads as _index_reads
@@ -214,7 +215,7 @@ class ActionModule(ActionBase):
                 entry = "node_intent" if part == "check_node" else "cluster_intent"
                 values = self._check(task_vars, entry, list(args.get("roles") or []))
                 # Checked above; from here on (the result, the plan and its files) the secrets are masked.
-                result["gpufabric_intent"] = _intent_storage.mask_secrets(values)
+                result["gpufabric_intent"] = _switch_rules.mask_secrets(_intent_storage.mask_secrets(values))
                 if part == "check_node":
                     # The package indexes this node's plan reads (read once per run and repository)
                     ansible = plain(task_vars.get("ansible_facts") or {})

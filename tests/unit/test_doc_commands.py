@@ -124,6 +124,21 @@ RUNNERS = (
         "tests/unit/awx/test_awx_playbook.py (every task rendered)",
         (("tests/unit/awx/test_awx_playbook.py", '"playbooks" / "awx.yml"'),),
     ),
+    Runner(
+        r"ansible-playbook playbooks/switches\.yml -i \S+( --check --diff)?",
+        "tests/unit/plan/test_switch_playbooks.py (against the lab's NVUE stand-in: --check, apply, rerun)",
+        (("tests/unit/plan/test_switch_playbooks.py", 'run("switches.yml", "--check", "--diff")'),),
+    ),
+    Runner(
+        r"ansible-playbook playbooks/fabric_check\.yml -i \S+( -e gpufabric_switch_export_dir=\S+)?",
+        "tests/unit/plan/test_switch_playbooks.py (from the stand-in's API and from an export directory)",
+        (("tests/unit/plan/test_switch_playbooks.py", '"-e", f"gpufabric_switch_export_dir={exports}"'),),
+    ),
+    Runner(
+        r"NVUE_STANDIN_PASSWORD=\S+ python3 lab/nvue/standin\.py --state-dir \S+ --user \S+",
+        "tests/unit/switch/test_nvue_standin.py (the script started as documented)",
+        (("tests/unit/switch/test_nvue_standin.py", '"--state-dir", str(state), "--user", USER'),),
+    ),
     Runner(r"ansible-doc -t filter -l gpufabric\.rollout", "this test", (), run_here=True),
     Runner(r"ansible-doc -t role gpufabric\.rollout\.plan -e node_intent", "this test", (), run_here=True),
     Runner(r"export( [A-Z_]+=\S+)+", "shell set-up (variables only); the commands after it are checked", ()),

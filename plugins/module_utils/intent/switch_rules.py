@@ -4,6 +4,12 @@
 ranges of each leaf, which rails the leaves carry and which nodes they face. Types, required keys
 and the operating system's choices are the argument spec's. Called from ``intent.rules``.
 
+Apply mode (``gpufabric_switches.mode: apply``) sends the NVUE leaves' QoS through the NVUE REST API
+(playbooks/switches.yml); it needs the API user and password, and it refuses a SONiC leaf: applying
+the rendered dellemc.enterprise_sonic tasks is not proven by the collection, and a partial apply
+would leave a fabric half configured while reading as applied. The API's CA file and the directory
+of exported configurations, when given, must exist on the controller.
+
 A rail of gpufabric_rails.rails that no leaf carries is refused while gpufabric_switches names any
 leaf: the agreement and cabling checks would pass that rail unseen, and a partial switch inventory
 would read as a checked fabric.
@@ -11,6 +17,7 @@ would read as a checked fabric.
 
 from __future__ import annotations
 
+import os
 from typing import Any, Dict, List, Mapping, Tuple
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.check import show
@@ -19,9 +26,12 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.switch import po
 
 MAX_SWITCH_MTU = 9216  # the largest port MTU of Cumulus Linux and SONiC
 MAX_ECN_BYTES = 100000000
+SECRETS = ("gpufabric_switch_api_password",)
+MASK = "********"
 
 
 def switches_rules(values: Mapping[str, Any], problems: Problems) -> None:
+    _file_rules(values, problems)
     switches = values.get("gpufabric_switches")
     if not isinstance(switches, Mapping):
         return
@@ -41,6 +51,45 @@ def switches_rules(values: Mapping[str, Any], problems: Problems) -> None:
         for rail in _leaf_rules(q, leaf, faced, problems):
             carried.setdefault(rail, []).append(str(name))
     _rail_rules(values, carried, bool(leaves), problems)
+    _apply_rules(switches, leaves, values, problems)
+
+
+def _file_rules(values: Mapping[str, Any], problems: Problems) -> None:
+    """The switch API's CA file and the export directory exist on the controller, which reads them."""
+    for name, kind, test in (
+        ("gpufabric_switch_api_ca_path", "file", os.path.isfile),
+        ("gpufabric_switch_export_dir", "directory", os.path.isdir),
+    ):
+        path = values.get(name)
+        if path and not test(str(path)):
+            problems.append(f"{name}: {show(path)} is not a {kind} on the controller, where the switches are read from")
+
+
+def _apply_rules(
+    switches: Mapping[str, Any], leaves: List[Mapping[str, Any]], values: Mapping[str, Any], problems: Problems
+) -> None:
+    """What apply mode needs: the API credentials, and NVUE leaves only."""
+    if switches.get("mode") != "apply":
+        return
+    for index, leaf in enumerate(leaves):
+        if leaf.get("os") == "sonic":
+            problems.append(
+                f"gpufabric_switches.leaves[{index}].os: leaf {show(leaf.get('name'))} is sonic, which mode apply "
+                "does not configure (only nvue leaves are applied, through the NVUE REST API); set "
+                "gpufabric_switches.mode to render and apply its switches/LEAF.sonic.yaml playbook yourself"
+            )
+    missing = [n for n in ("gpufabric_switch_api_user", "gpufabric_switch_api_password") if not values.get(n)]
+    if missing:
+        problems.append(
+            f"{' and '.join(missing)}: required when gpufabric_switches.mode is apply (the NVUE user that may create "
+            "and apply revisions, its password from Ansible Vault or an AWX credential)"
+        )
+
+
+def mask_secrets(values: Dict[str, Any]) -> Dict[str, Any]:
+    """``values`` with the switch API password masked: the checked intent is returned by the plan action
+    and feeds the plan files; the password stays in the inventory (the switch tasks read it, no_log)."""
+    return {k: (MASK if k in SECRETS and v else v) for k, v in values.items()}
 
 
 def _ecn_rules(ecn: Mapping[str, Any], problems: Problems) -> None:

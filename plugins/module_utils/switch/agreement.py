@@ -103,6 +103,12 @@ def _finding(
     }
 
 
+def export_file(name: str, os_name: str) -> str:
+    """The file name of a leaf's export in an export directory: ``LEAF.json`` (NVUE, ``nv config show
+    -o json``) or ``LEAF.config_db.json`` (SONiC)."""
+    return f"{name}.json" if os_name == "nvue" else f"{name}.config_db.json"
+
+
 def check(leaves: Mapping[str, Mapping[str, Any]], exports: Mapping[str, Any]) -> Dict[str, Any]:
     """{ok, findings, checked, missing} over every planned leaf; a leaf without an export is missing."""
     findings: List[Dict[str, Any]] = []

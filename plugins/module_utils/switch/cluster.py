@@ -51,7 +51,7 @@ def problems_of(
 def section(
     values: Mapping[str, Any], fabric: Mapping[str, Any], nodes: Mapping[str, Mapping[str, Any]]
 ) -> Tuple[Optional[Dict[str, Any]], List[str]]:
-    """(the plan's ``switches``: {leaves}, or None without leaves; problems)."""
+    """(the plan's ``switches``: {mode, leaves}, or None without leaves; problems)."""
     switches = values.get("gpufabric_switches") or {}
     if not switches.get("leaves"):
         return None, []
@@ -59,4 +59,5 @@ def section(
     problems = problems_of(switches, fabric, nodes, rails_listed)
     if problems:
         return None, problems
-    return {"leaves": _qos_plan.plan(fabric, switches)}, []
+    # mode: render (review files only) or apply (playbooks/switches.yml sends the NVUE leaves' QoS).
+    return {"mode": switches.get("mode") or "render", "leaves": _qos_plan.plan(fabric, switches)}, []

@@ -272,13 +272,14 @@ def test_stage_list_is_consistent():
         assert entry in yaml.safe_load(path.read_text())["argument_specs"], f"intent entry point {item}"
     # every playbook in playbooks/ that is a stage is listed; awx.yml and report.yml are not stages,
     # rbac.yml renders the RBAC an administrator applies before any stage (docs/rbac/README.md),
-    # and site.yml (the main job) is the first four stages in their order, nothing else
+    # and site.yml (the main job) is the first four stages in their order, nothing else. switches.yml
+    # and fabric_check.yml are not stages yet: they need the switches' API password, which no AWX
+    # credential the stages attach carries (machine, kubeconfig); docs/switches.md says so.
     listed = {s["playbook"] for s in STAGES["gpufabric_awx_stages"]}
+    not_stages = ("awx.yml", "report.yml", "site.yml", "rbac.yml", "switches.yml", "fabric_check.yml")
     for path in sorted((REPO_ROOT / "playbooks").glob("*.yml")):
         rel = f"playbooks/{path.name}"
-        assert rel in listed or path.name in ("awx.yml", "report.yml", "site.yml", "rbac.yml"), (
-            f"{rel} is a playbook no AWX stage runs"
-        )
+        assert rel in listed or path.name in not_stages, f"{rel} is a playbook no AWX stage runs"
     site = yaml.safe_load((REPO_ROOT / "playbooks" / "site.yml").read_text())
     imported = [f"playbooks/{play['ansible.builtin.import_playbook']}" for play in site]
     assert imported == [s["playbook"] for s in STAGES["gpufabric_awx_stages"][:4]]

@@ -58,3 +58,21 @@ def test_the_cluster_plan_carries_the_leaves_and_their_files(specs):
     assert switches["leaves"]["leaf-a"]["intent"]["host_mtu"] == 9000
     assert "switch leaf-b (sonic): rails 4, 5, 6, 7" in result["summary"]
     assert _plan_cluster.plan(check(specs, "cluster", lab_intent())[0], records, skew_rules=SKEW)["switches"] is None
+
+
+def test_the_switch_api_password_is_checked_then_masked(specs):
+    """Apply mode with its credentials is valid; the checked intent the plan returns masks the password."""
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.intent import switch_rules as _switch_rules
+
+    variables = dict(lab_intent(), gpufabric_switch_api_user="cumulus", gpufabric_switch_api_password="s3cret")
+    variables["gpufabric_rails"] = dict(variables["gpufabric_rails"], **EXAMPLE["gpufabric_rails"])
+    nvue_only = [leaf for leaf in EXAMPLE["gpufabric_switches"]["leaves"] if leaf["os"] == "nvue"]
+    rails = [{"rail": r["rail"]} for leaf in nvue_only for r in leaf["rails"]]
+    variables["gpufabric_rails"]["rails"] = rails
+    variables["gpufabric_switches"] = {"mode": "apply", "leaves": nvue_only}
+    values, problems = check(specs, "cluster", variables)
+    assert problems == []
+    assert values["gpufabric_switch_api_validate_certs"] is True
+    masked = _switch_rules.mask_secrets(values)
+    assert masked["gpufabric_switch_api_password"] == "********"
+    assert "s3cret" not in repr(masked) and values["gpufabric_switch_api_password"] == "s3cret"
