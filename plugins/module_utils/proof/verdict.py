@@ -17,6 +17,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
 
 CATEGORIES = (
     ("host", "Host read-back"),
+    ("cabling", "Cabling by LLDP"),
     ("rdma", "RDMA per rail (perftest)"),
     ("nccl", "NCCL all-reduce across nodes"),
     ("gds", "GPUDirect Storage (gdsio)"),

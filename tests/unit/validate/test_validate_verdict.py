@@ -106,5 +106,5 @@ def test_the_console_has_a_line_per_layer_and_node_every_failure_and_passes_only
 def test_a_not_run_record_without_a_reason_or_of_an_unknown_layer_is_refused():
     with pytest.raises(ValueError, match="must be a mapping with category, node and reason"):
         _verdict.check_not_run([{"category": "nccl", "node": "cluster"}])
-    with pytest.raises(ValueError, match="unknown category 'storage'; allowed: host, rdma, nccl, gds, gpu"):
+    with pytest.raises(ValueError, match="unknown category 'storage'; allowed: host, cabling, rdma, nccl, gds, gpu"):
         _verdict.check_not_run([{"category": "storage", "node": "n", "reason": "r"}])
