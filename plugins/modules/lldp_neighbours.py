@@ -12,7 +12,7 @@ description:
   - Runs C(lldpctl -f json) (lldpd's client) and returns, per local interface, the neighbour lldpd has heard on it
     (the switch's system name, its port ID and port description), read with the collection's LLDP parser
     (module_utils/switch/lldp.py).
-  - When lldpd is not installed or not running, returns O(source=none) with the reason instead of failing, so that the
+  - When lldpd is not installed or not running, returns RV(source=none) with the reason instead of failing, so that the
     cabling check names every rail NIC as having no LLDP source rather than passing it.
   - Where a NIC's firmware runs its own LLDP agent, that agent may consume the switch's LLDP frames so that lldpd on
     the host hears nothing; docs/switches.md says what to set. This module reads lldpd only.
@@ -45,7 +45,7 @@ source:
   type: str
   sample: lldpd
 reason:
-  description: Why there is no LLDP source (empty when O(source=lldpd)).
+  description: Why there is no LLDP source (empty when RV(source=lldpd)).
   returned: always
   type: str
   sample: "lldpctl not found: install and start lldpd on the GPU node"
