@@ -28,6 +28,10 @@ def test_a_run_where_everything_ran_misses_nothing():
     ("state", "expected"),
     [
         ({"readback": False}, [("host", "all nodes", "switched off (validate_readback: false)", True)]),
+        (
+            {"cabling": False},
+            [("cabling", "all nodes", "no leaves in gpufabric_switches: nothing to check against", False)],
+        ),
         ({"probe": False}, [("gpu", "all nodes", "switched off (validate_probe: false)", True)]),
         (
             {"probe_skipped": {"gpu-node-02": "no CUDA device is visible to PyTorch", "gpu-node-01": ""}},
