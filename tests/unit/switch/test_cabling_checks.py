@@ -105,3 +105,14 @@ def test_the_filter_takes_the_plan_and_the_module_result():
     assert [(c["subject"], c["measured"]) for c in checks if not c["passed"]] == [
         ("mlx5_0 (enp24s0np0, rail 0)", "leaf-a swp2")
     ]
+
+
+def test_a_neighbours_name_is_text_in_the_html_report():
+    """The system name comes from whatever sends LLDP on the port: it is escaped, never markup."""
+    hostile = copy.deepcopy(NODE1)
+    for item in hostile["lldp"]["interface"]:
+        if "enp24s0np0" in item:
+            item["enp24s0np0"]["chassis"] = {"<img src=x onerror=alert(1)>": {"id": {"type": "mac", "value": "x"}}}
+    checks = cabling.checks("gpu-node-01", leaves(), interfaces(1), collected(hostile))
+    html = _report_html.render_html(checks, [], META)
+    assert "<img src=x" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
