@@ -1,7 +1,7 @@
 # Copyright: (c) 2026, gpufabric.rollout contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters of the validate role: thin wrappers over module_utils/parsers/perftest, _gdsio, _readback,
-_validate_jobs and _validate_reuse."""
+_cabling, _validate_jobs and _validate_reuse."""
 
 from __future__ import annotations
 
@@ -60,6 +60,18 @@ def validate_readback(node_plan, node, live):
         return _readback.checks(str(node), _plain(node_plan or {}), _plain(live or {}))
     except (KeyError, TypeError, ValueError) as exc:
         raise AnsibleFilterError(f"validate_readback: {exc}") from exc
+
+
+def validate_cabling(leaves, node, interfaces, collected):
+    """The cabling checks of one node: its rail NICs' LLDP neighbours (``collected``, lldp_neighbours'
+    result) against the switch plan's ``leaves`` (see proof/cabling)."""
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import cabling as _cabling
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.switch import lldp as _lldp
+
+    try:
+        return _cabling.checks(str(node), _plain(leaves or {}), _plain(interfaces or []), _plain(collected or {}))
+    except (KeyError, TypeError, ValueError, _lldp.LldpError) as exc:
+        raise AnsibleFilterError(f"validate_cabling: {exc}") from exc
 
 
 def validate_nccl_secret(job, keypair):
@@ -201,6 +213,7 @@ class FilterModule:
             "validate_not_run": validate_not_run,
             "validate_missing_line": validate_missing_line,
             "validate_readback": validate_readback,
+            "validate_cabling": validate_cabling,
             "validate_nccl_secret": validate_nccl_secret,
             "validate_nccl_lab_env": validate_nccl_lab_env,
             "validate_nccl_cleanup": validate_nccl_cleanup,

@@ -17,6 +17,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
 
 CATEGORIES = (
     ("host", "Host read-back"),
+    ("cabling", "Cabling by LLDP"),
     ("rdma", "RDMA per rail (perftest)"),
     ("nccl", "NCCL all-reduce across nodes"),
     ("gds", "GPUDirect Storage (gdsio)"),
@@ -50,13 +51,18 @@ def entry(category: str, node: str, reason: str, required: bool = True, what: st
 def not_run(state: Mapping[str, Any]) -> List[Dict[str, Any]]:
     """The gates of a run that measured nothing, from what the role knows of the run:
 
-    ``readback``, ``probe``, ``rdma``, ``nccl`` (bool: the role's switches), ``reused`` (the figures
+    ``readback``, ``probe``, ``rdma``, ``nccl`` (bool: the role's switches), ``cabling`` (bool: the
+    switch plan has leaves, so the cabling by LLDP was checked), ``reused`` (the figures
     are a kept measurement's), ``check_mode``, ``hosts`` (the play's nodes), ``probe_skipped``
     (node -> why the probe could not run), ``gds_filesystems`` (how many are set) and
     ``nccl_notes`` (why NCCL across nodes did not run, or ran as a dry run)."""
     out: List[Dict[str, Any]] = []
     if not state.get("readback", True):
         out.append(entry("host", ALL_NODES, "switched off (validate_readback: false)"))
+    if not state.get("cabling", True):
+        out.append(
+            entry("cabling", ALL_NODES, "no leaves in gpufabric_switches: nothing to check against", required=False)
+        )
     if state.get("reused"):
         return out  # the figures are the record's, measured by an earlier run that passed
     hosts = list(state.get("hosts") or [])

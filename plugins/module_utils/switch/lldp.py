@@ -82,28 +82,43 @@ def expected_ports(leaves: Mapping[str, Mapping[str, Any]]) -> Dict[Tuple[str, i
 
 
 def check(leaves: Mapping[str, Mapping[str, Any]], nodes: Mapping[str, Mapping[str, Any]]) -> Dict[str, Any]:
-    """``nodes``: {node: {"rails": [{rail, nic, netdev}], "lldp": lldpctl output}}. Returns {ok, findings}:
-    one per rail NIC whose neighbour is not rail r's leaf on the planned port, naming node, NIC, netdev,
-    rail, expected and found switch and port."""
+    """``nodes``: {node: {"rails": [{rail, nic, netdev}], "lldp": lldpctl output}}; ``"lldp": None`` with a
+    ``"reason"`` is a node where no LLDP source could be read (lldpd absent or not running): each of its
+    rail NICs fails with that reason rather than passing unseen. Returns {ok, findings, checked}: a
+    finding per rail NIC whose neighbour is not rail r's leaf on the planned port, naming node, NIC,
+    netdev, rail, expected and found switch and port; ``checked`` has every rail NIC with ``passed``."""
     wanted = expected_ports(leaves)
     findings: List[Dict[str, Any]] = []
+    checked: List[Dict[str, Any]] = []
     for node, data in sorted(nodes.items()):
-        try:
-            heard = neighbours(data.get("lldp"))
-        except LldpError as exc:
-            findings.append(_finding(node, None, None, None, None, f"unreadable LLDP output ({exc})"))
-            continue
+        heard: Dict[str, Dict[str, Optional[str]]] = {}
+        silent = None
+        if data.get("lldp") is None:
+            silent = f"no LLDP source ({data.get('reason') or 'nothing was read'})"
+        else:
+            try:
+                heard = neighbours(data.get("lldp"))
+            except LldpError as exc:
+                findings.append(_finding(node, None, None, None, None, f"unreadable LLDP output ({exc})"))
+                continue
         for rail in sorted(data.get("rails") or [], key=lambda r: int(r["rail"])):
             expected = wanted.get((node, int(rail["rail"])))
             found = heard.get(rail["netdev"])
-            if found is None or not found.get("switch"):
+            passed = False
+            if silent:
+                text = silent
+            elif found is None or not found.get("switch"):
                 text = "no LLDP neighbour"
             else:
                 text = f"{found['switch']} {found['port']}"
-                if expected and found["switch"] == expected[0] and expected[1] in (found["port"], found["descr"]):
-                    continue
-            findings.append(_finding(node, rail["nic"], rail["netdev"], int(rail["rail"]), expected, text))
-    return {"ok": not findings, "findings": findings}
+                passed = (
+                    bool(expected) and found["switch"] == expected[0] and expected[1] in (found["port"], found["descr"])
+                )
+            record = _finding(node, rail["nic"], rail["netdev"], int(rail["rail"]), expected, text)
+            checked.append(dict(record, passed=passed))
+            if not passed:
+                findings.append(record)
+    return {"ok": not findings, "findings": findings, "checked": checked}
 
 
 def _finding(node, nic, netdev, rail, expected, found: str) -> Dict[str, Any]:
@@ -120,5 +135,7 @@ def _finding(node, nic, netdev, rail, expected, found: str) -> Dict[str, Any]:
         "rail": rail,
         "expected": want,
         "found": found,
-        "message": f"{where}: reaches {found}, expected {want}",
+        "message": f"{where}: {found}, expected {want}"
+        if found.startswith(("no LLDP", "unreadable"))
+        else f"{where}: reaches {found}, expected {want}",
     }

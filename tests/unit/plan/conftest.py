@@ -58,11 +58,27 @@ def lab_intent() -> Dict[str, Any]:
             out[key] = [LAB_KEY_FINGERPRINT]
         elif isinstance(value, str) and "{{" in value:
             out[key] = "/lab/" + key
+    # The lab's leaves face the lab inventory's nodes; the tests that plan other nodes start without
+    # them (lab_switches() gives them, for the tests of the switch plan).
+    out.pop("gpufabric_switches", None)
     # The cluster check refuses a kubeconfig that does not exist on the controller: without a
     # running lab, the intent names a stand-in (never read by the unit tests).
     if not Path(out.get("gpufabric_kubeconfig") or "").is_file():
         out["gpufabric_kubeconfig"] = str(HERE / "cases" / "kubeconfig")
     return out
+
+
+def lab_switches() -> Dict[str, Any]:
+    """The lab inventory's gpufabric_switches, "{{ groups['gpu_nodes'] }}" rendered as Ansible renders it
+    for inventory/lab (its GPU nodes in inventory order)."""
+    lab = REPO / "inventory" / "lab"
+    intent = copy.deepcopy(yaml.safe_load((lab / "group_vars" / "all" / "switches.yml").read_text()))
+    nodes = list(yaml.safe_load((lab / "hosts.yml").read_text())["all"]["children"]["gpu_nodes"]["hosts"])
+    for leaf in intent["gpufabric_switches"]["leaves"]:
+        for rail in leaf["rails"]:
+            assert rail["nodes"] == "{{ groups['gpu_nodes'] }}", rail
+            rail["nodes"] = list(nodes)
+    return intent["gpufabric_switches"]
 
 
 @pytest.fixture(scope="session")

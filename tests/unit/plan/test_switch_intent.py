@@ -4,7 +4,7 @@ the bad shapes are in cases/bad_intent.yml (ids switch-*)."""
 from __future__ import annotations
 
 import yaml
-from conftest import REPO, check, lab_intent, node_facts
+from conftest import REPO, check, lab_intent, lab_switches, node_facts
 from test_bad_intent import SKEW, node_plan
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import cluster as _plan_cluster
@@ -76,3 +76,25 @@ def test_the_switch_api_password_is_checked_then_masked(specs):
     masked = _switch_rules.mask_secrets(values)
     assert masked["gpufabric_switch_api_password"] == "********"
     assert "s3cret" not in repr(masked) and values["gpufabric_switch_api_password"] == "s3cret"
+
+
+def test_the_lab_inventorys_leaves_are_planned_for_its_two_nodes(specs):
+    """inventory/lab/group_vars/all/switches.yml on the lab's nodes: valid, every rail on a leaf, and
+    the n-th port of each rail's range faces the n-th node (what the lab's lldpctl stand-in reports)."""
+    records = {}
+    for index, name in ((1, "gpu-node-01"), (2, "gpu-node-02")):
+        facts = node_facts(index)
+        plan = node_plan(specs, dict(lab_intent(), gpufabric_k8s_node_name=name), facts)
+        records[name] = _node_records.node_record(plan, facts["topology"])
+    values, problems = check(specs, "cluster", dict(lab_intent(), gpufabric_switches=lab_switches()))
+    assert problems == []
+    leaves = _plan_cluster.plan(values, records, skew_rules=SKEW)["switches"]["leaves"]
+    assert {leaf: plan["os"] for leaf, plan in leaves.items()} == {"leaf-a": "nvue", "leaf-b": "sonic"}
+    faced = {
+        (p["node"], p["rail"]): (leaf, port)
+        for leaf, plan in leaves.items()
+        for port, p in plan["ports"].items()
+        if p["node"]
+    }
+    assert len(faced) == 16
+    assert faced[("gpu-node-01", 0)] == ("leaf-a", "swp1") and faced[("gpu-node-02", 5)] == ("leaf-b", "Ethernet68")

@@ -35,7 +35,23 @@ def test_both_formats_are_read():
 
 
 def test_a_well_cabled_node_passes():
-    assert lldp.check(leaves(), {"gpu-node-01": {"rails": rails(1), "lldp": NODE1}}) == {"ok": True, "findings": []}
+    result = lldp.check(leaves(), {"gpu-node-01": {"rails": rails(1), "lldp": NODE1}})
+    assert (result["ok"], result["findings"]) == (True, [])
+    assert [(c["rail"], c["passed"]) for c in result["checked"]] == [(r, True) for r in range(8)]
+    assert result["checked"][4]["expected"] == result["checked"][4]["found"] == "leaf-b Ethernet0"
+
+
+def test_a_node_without_an_lldp_source_fails_every_rail_nic_with_the_reason():
+    reason = "lldpctl not found: install and start lldpd on the GPU node"
+    result = lldp.check(leaves(), {"gpu-node-01": {"rails": rails(1), "lldp": None, "reason": reason}})
+    assert result["ok"] is False
+    assert len(result["findings"]) == 8
+    assert [c["passed"] for c in result["checked"]] == [False] * 8
+    first = result["findings"][0]
+    assert first["found"] == f"no LLDP source ({reason})"
+    assert (
+        first["message"] == f"gpu-node-01 mlx5_0 (enp24s0np0, rail 0): no LLDP source ({reason}), expected leaf-a swp1"
+    )
 
 
 def test_the_miscabled_nic_and_the_silent_one_are_named():

@@ -104,6 +104,8 @@ def test_the_console_shows_counts_failures_and_gates_not_run_and_the_files_hold_
     assert any(line.startswith("FAIL host localhost /etc/nccl.conf: NCCL_IB_HCA") for line in lines)
     render = "gpufabric_k8s_mode is render: the NCCL Jobs need the cluster"
     assert f"NOT RUN nccl cluster: NCCL all-reduce across nodes: {render}" in lines
+    no_leaves = "no leaves in gpufabric_switches: nothing to check against (not needed for readiness)"
+    assert f"NOT RUN cabling all nodes: Cabling by LLDP: {no_leaves}" in (out / "validation.txt").read_text()
     assert any(line.startswith("NOT RUN gpu localhost: GPU probe: the probe could not run: PyTorch") for line in lines)
     assert not any(line.startswith("PASS ") for line in lines), "passing checks go to the files only"
     assert f"Report: {out}/validation.html" in lines

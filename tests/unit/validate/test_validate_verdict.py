@@ -28,6 +28,10 @@ def test_a_run_where_everything_ran_misses_nothing():
     ("state", "expected"),
     [
         ({"readback": False}, [("host", "all nodes", "switched off (validate_readback: false)", True)]),
+        (
+            {"cabling": False},
+            [("cabling", "all nodes", "no leaves in gpufabric_switches: nothing to check against", False)],
+        ),
         ({"probe": False}, [("gpu", "all nodes", "switched off (validate_probe: false)", True)]),
         (
             {"probe_skipped": {"gpu-node-02": "no CUDA device is visible to PyTorch", "gpu-node-01": ""}},
@@ -106,5 +110,5 @@ def test_the_console_has_a_line_per_layer_and_node_every_failure_and_passes_only
 def test_a_not_run_record_without_a_reason_or_of_an_unknown_layer_is_refused():
     with pytest.raises(ValueError, match="must be a mapping with category, node and reason"):
         _verdict.check_not_run([{"category": "nccl", "node": "cluster"}])
-    with pytest.raises(ValueError, match="unknown category 'storage'; allowed: host, rdma, nccl, gds, gpu"):
+    with pytest.raises(ValueError, match="unknown category 'storage'; allowed: host, cabling, rdma, nccl, gds, gpu"):
         _verdict.check_not_run([{"category": "storage", "node": "n", "reason": "r"}])
