@@ -7,9 +7,11 @@
 #   4. bad intent (lab/bad_intent.py: typos and wrong values of each group of variables): each
 #      site.yml run must fail in the plan, no host changed, no file written on the nodes, no object
 #      the collection owns written to the API server;
-#   5. one NIC of the last node trained down to x8: playbooks/validate.yml must measure again (the
-#      node's hardware changed) and fail, naming the node, the NIC and the figure (the healthy runs
-#      above passed every gate);
+#   5. one NIC of the last node trained down to x8 and another one cabled to the first node's port
+#      (the lldpctl stand-in's fault file): playbooks/validate.yml must measure again (the node's
+#      hardware changed) and fail, naming the node, the NIC and the figure, and the miscabled NIC
+#      with the found and the expected switch port, while the first node's cabling passes (the
+#      healthy runs above passed every gate, the cabling by LLDP included);
 # then the lab is removed. LAB_CHECK_STEPS=runs stops after step 3 (steps 4 and 5 prove the plan's
 # refusals and the gates, which the unit tests prove on every core of the support matrix).
 # LAB_LATER_CONNECTION=mitogen runs steps 3 to 5 over that transport.
@@ -93,6 +95,22 @@ slow="${lab_nodes[-1]}"
 podman exec "${slow}" sh -c \
     'echo 8 > /var/lib/gpufabric-lab/sysroot/sys/class/infiniband/mlx5_3/device/current_link_width' ||
     die "could not train mlx5_3 of ${slow} down to x8"
+# And its rail-5 NIC cabled to the first node's rail-6 port (the maps: lab/cabling.py): lines of
+# the netdev, the stand-in's fault file and what the failure must say.
+cabling=/etc/gpufabric-lab/lldp-cabling.json
+mapfile -t miscabling < <(
+    FIRST="$(podman exec "${lab_nodes[0]}" cat "${cabling}")" SLOW="$(podman exec "${slow}" cat "${cabling}")" python3 -c '
+import json, os
+first, slow = json.loads(os.environ["FIRST"]), json.loads(os.environ["SLOW"])
+netdev, right = next((k, v) for k, v in sorted(slow.items()) if v["rail"] == 5)
+wrong = next(v for v in first.values() if v["rail"] == 6)
+print(netdev)
+print(json.dumps({netdev: {"switch": wrong["switch"], "port": wrong["port"]}}))
+print("({}, rail 5): LLDP neighbour = {} {} (expected {} {})".format(netdev, wrong["switch"], wrong["port"], right["switch"], right["port"]))
+')
+[[ ${#miscabling[@]} -eq 3 ]] || die "could not read the cabling maps of ${lab_nodes[0]} and ${slow}"
+podman exec -i "${slow}" sh -c 'cat > /etc/gpufabric-lab/lldp-miscabled.json' <<<"${miscabling[1]}" ||
+    die "could not miscable ${miscabling[0]} of ${slow}"
 start="${SECONDS}"
 log_file="${logs}/degraded.log"
 if "${LAB_ROOT}/lab.sh" validate >"${log_file}" 2>&1; then
@@ -105,4 +123,9 @@ for want in "Validation failed" "FAIL host ${slow} mlx5_3: PCIe link at maximum"
     grep -qF -- "${want}" "${log_file}.plain" ||
         die "a NIC at x8: validate.yml failed without naming '${want}' (log ${log_file})"
 done
-log "a NIC trained down to x8 fails the proof, named: passed in $((SECONDS - start)) s"
+named="$(grep -F -- "FAIL cabling ${slow} mlx5_" "${log_file}.plain" | grep -cF -- "${miscabling[2]}" || true)"
+[[ "${named}" -gt 0 ]] ||
+    die "a miscabled NIC: validate.yml failed without naming ${miscabling[0]} of ${slow}: '${miscabling[2]}' (log ${log_file})"
+grep -qF -- "== Cabling by LLDP ${lab_nodes[0]} (8/8 passed)" "${LAB_STATE}/validation.txt" ||
+    die "a miscabled NIC on ${slow}: the report ${LAB_STATE}/validation.txt does not show ${lab_nodes[0]}'s cabling passing"
+log "a NIC trained down to x8 and a miscabled NIC fail the proof, named: passed in $((SECONDS - start)) s"
