@@ -74,6 +74,16 @@ def validate_cabling(leaves, node, interfaces, collected):
         raise AnsibleFilterError(f"validate_cabling: {exc}") from exc
 
 
+def validate_switch_qos(result):
+    """The leaves' QoS agreement as validate checks (``result``: switch_agreement's; see proof/switch_qos)."""
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import switch_qos as _switch_qos
+
+    try:
+        return _switch_qos.checks(_plain(result or {}))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise AnsibleFilterError(f"validate_switch_qos: {exc}") from exc
+
+
 def validate_nccl_secret(job, keypair):
     """The Job's Secret with ``keypair``, the result of gpufabric.rollout.validate_plan part=ssh_keypair."""
     from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import jobs as _validate_jobs
@@ -214,6 +224,7 @@ class FilterModule:
             "validate_missing_line": validate_missing_line,
             "validate_readback": validate_readback,
             "validate_cabling": validate_cabling,
+            "validate_switch_qos": validate_switch_qos,
             "validate_nccl_secret": validate_nccl_secret,
             "validate_nccl_lab_env": validate_nccl_lab_env,
             "validate_nccl_cleanup": validate_nccl_cleanup,

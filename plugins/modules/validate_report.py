@@ -131,7 +131,7 @@ options:
         description: The report section.
         type: str
         required: true
-        choices: [host, cabling, rdma, nccl, gds, gpu, plan]
+        choices: [host, cabling, switches, rdma, nccl, gds, gpu, plan]
       node:
         description: The node (or nodes) checked.
         type: str
@@ -186,7 +186,7 @@ options:
         description: The layer.
         type: str
         required: true
-        choices: [host, cabling, rdma, nccl, gds, gpu, plan]
+        choices: [host, cabling, switches, rdma, nccl, gds, gpu, plan]
       node:
         description: The node, C(all nodes) or C(cluster).
         type: str

@@ -18,6 +18,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
 CATEGORIES = (
     ("host", "Host read-back"),
     ("cabling", "Cabling by LLDP"),
+    ("switches", "Switch QoS agreement"),
     ("rdma", "RDMA per rail (perftest)"),
     ("nccl", "NCCL all-reduce across nodes"),
     ("gds", "GPUDirect Storage (gdsio)"),
@@ -52,7 +53,8 @@ def not_run(state: Mapping[str, Any]) -> List[Dict[str, Any]]:
     """The gates of a run that measured nothing, from what the role knows of the run:
 
     ``readback``, ``probe``, ``rdma``, ``nccl`` (bool: the role's switches), ``cabling`` (bool: the
-    switch plan has leaves, so the cabling by LLDP was checked), ``reused`` (the figures
+    switch plan has leaves, so the cabling by LLDP was checked), ``switches`` (``no_source``: the plan has leaves but
+    nothing to read their running QoS from; else ``checked``), ``reused`` (the figures
     are a kept measurement's), ``check_mode``, ``hosts`` (the play's nodes), ``probe_skipped``
     (node -> why the probe could not run), ``gds_filesystems`` (how many are set) and
     ``nccl_notes`` (why NCCL across nodes did not run, or ran as a dry run)."""
@@ -62,6 +64,16 @@ def not_run(state: Mapping[str, Any]) -> List[Dict[str, Any]]:
     if not state.get("cabling", True):
         out.append(
             entry("cabling", ALL_NODES, "no leaves in gpufabric_switches: nothing to check against", required=False)
+        )
+    if state.get("switches", "checked") == "no_source":  # without leaves, the cabling row says so
+        out.append(
+            entry(
+                "switches",
+                CLUSTER,
+                "no source for the leaves' running QoS (gpufabric_switch_export_dir, or gpufabric_switch_api_user and "
+                "gpufabric_switch_api_password); playbooks/fabric_check.yml checks it alone",
+                required=False,
+            )
         )
     if state.get("reused"):
         return out  # the figures are the record's, measured by an earlier run that passed

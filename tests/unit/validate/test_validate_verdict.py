@@ -32,6 +32,18 @@ def test_a_run_where_everything_ran_misses_nothing():
             {"cabling": False},
             [("cabling", "all nodes", "no leaves in gpufabric_switches: nothing to check against", False)],
         ),
+        (
+            {"switches": "no_source"},
+            [
+                (
+                    "switches",
+                    "cluster",
+                    "no source for the leaves' running QoS (gpufabric_switch_export_dir, or gpufabric_switch_api_user "
+                    "and gpufabric_switch_api_password); playbooks/fabric_check.yml checks it alone",
+                    False,
+                )
+            ],
+        ),
         ({"probe": False}, [("gpu", "all nodes", "switched off (validate_probe: false)", True)]),
         (
             {"probe_skipped": {"gpu-node-02": "no CUDA device is visible to PyTorch", "gpu-node-01": ""}},
@@ -110,5 +122,7 @@ def test_the_console_has_a_line_per_layer_and_node_every_failure_and_passes_only
 def test_a_not_run_record_without_a_reason_or_of_an_unknown_layer_is_refused():
     with pytest.raises(ValueError, match="must be a mapping with category, node and reason"):
         _verdict.check_not_run([{"category": "nccl", "node": "cluster"}])
-    with pytest.raises(ValueError, match="unknown category 'storage'; allowed: host, cabling, rdma, nccl, gds, gpu"):
+    with pytest.raises(
+        ValueError, match="unknown category 'storage'; allowed: host, cabling, switches, rdma, nccl, gds, gpu"
+    ):
         _verdict.check_not_run([{"category": "storage", "node": "n", "reason": "r"}])
