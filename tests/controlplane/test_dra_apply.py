@@ -3,7 +3,7 @@ ansible-playbook as the collection's least-privilege identity (docs/rbac/gpufabr
 the lab's start applies): the first run creates the DeviceClasses and the node group's
 ResourceClaimTemplates (the real API server validates them) with the rails' objects, a second run
 changes nothing, a check run after it reports nothing, and a run back in `device_plugin` mode prunes
-them by their labels while the rails' objects stay."""
+them by their labels and applies the rails' NADs and pools, which dra mode does not plan."""
 
 from __future__ import annotations
 
@@ -40,8 +40,12 @@ def plans(cluster) -> Dict[str, Dict[str, Any]]:
     network["objects"] = {part: _k8s_publish.own(o, part, INSTANCE) for part, o in network["objects"].items()}
     section = dra.plan(network["node_groups"], topology, NS, network["config"]["label_prefix"] + "/node-group")
     section["objects"] = _k8s_publish.own(section["objects"], "rdma_networks", INSTANCE)
-    base = {"network": network, "instance": INSTANCE, "k8s_mode": "apply", "field_conflicts": "fail"}
-    return {"dra": dict(base, dra=section), "device_plugin": dict(base, dra=None)}
+    base = {"instance": INSTANCE, "k8s_mode": "apply", "field_conflicts": "fail"}
+    return {
+        # as plan/cluster.py hands it over in dra mode: no rail NADs or pools (dra.net moves the NIC)
+        "dra": dict(base, network=dra.without_rail_attachments(network), dra=section),
+        "device_plugin": dict(base, network=network, dra=None),
+    }
 
 
 def run(cluster, tmp, plan: Dict[str, Any], *extra: str) -> Dict[str, Any]:
@@ -77,8 +81,9 @@ def test_dra_objects_applied_idempotent_checked_and_pruned(cluster, plans, tmp_p
             del have["metadata"]
         assert have == want, obj["metadata"]["name"]
         assert live["metadata"]["labels"][_k8s_publish.COMPONENT_KEY] == "rdma_networks"
-    nads = listed(cluster, "network-attachment-definitions.k8s.cni.cncf.io", NS)
-    assert len(nads) == 8, sorted(nads)
+    configmaps = listed(cluster, "configmaps", NS)
+    assert sorted(configmaps) == ["nccl-env-h200-connectx-7-8r"], sorted(configmaps)
+    assert listed(cluster, "network-attachment-definitions.k8s.cni.cncf.io", NS) == {}
 
     second = run(cluster, tmp_path / "second", plans["dra"])
     assert second["rc"] == 0 and second["changed"] == 0, second["out"]
@@ -89,7 +94,9 @@ def test_dra_objects_applied_idempotent_checked_and_pruned(cluster, plans, tmp_p
     assert back["rc"] == 0 and back["changed"] > 0, back["out"]
     assert listed(cluster, "deviceclasses.resource.k8s.io") == {}
     assert listed(cluster, "resourceclaimtemplates.resource.k8s.io", NS) == {}
-    assert sorted(listed(cluster, "network-attachment-definitions.k8s.cni.cncf.io", NS)) == sorted(nads)
+    # the rails' NADs and pools come (back) with the device plugins
+    nads = listed(cluster, "network-attachment-definitions.k8s.cni.cncf.io", NS)
+    assert len(nads) == 8 and sorted(listed(cluster, "configmaps", NS)) == sorted(configmaps), sorted(nads)
     again = run(cluster, tmp_path / "again", plans["device_plugin"])
     assert again["rc"] == 0 and again["changed"] == 0, again["out"]
 

@@ -6,6 +6,7 @@ what they were before DRA, and the DRA kinds are pruned only where the identity 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any, Dict
 
@@ -71,7 +72,9 @@ def evaluated(plans, tmp_path_factory) -> Dict[str, Dict[str, Any]]:
         VARS_PLAY.format(defaults=ROLE / "defaults" / "main.yml", role_vars=ROLE / "vars" / "main.yml")
     )
     env = {"ANSIBLE_COLLECTIONS_PATH": str(REPO / ".collections")}
-    done = ansible_playbook(tmp, "-i", "localhost,", "-e", "ansible_python_interpreter=python3", str(tmp / "play.yml"), env=env)
+    done = ansible_playbook(
+        tmp, "-i", "localhost,", "-e", f"ansible_python_interpreter={sys.executable}", str(tmp / "play.yml"), env=env
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     return {c["name"]: json.loads((tmp / f"{c['name']}.json").read_text()) for c in cases}
 
@@ -86,7 +89,9 @@ def test_dra_mode_applies_the_classes_and_templates_with_the_rails_objects(plans
     assert evaluated["dra"]["objects"] == rails + section
     assert [o["kind"] for o in section].count("DeviceClass") == 2
     namespace = plans["dra"]["network"]["config"]["nad_namespace"]
-    rules = {(r["resources"][0], r.get("namespace", ""), tuple(r["verbs"])) for r in _dra_rules(evaluated["dra"]["rules"])}
+    rules = {
+        (r["resources"][0], r.get("namespace", ""), tuple(r["verbs"])) for r in _dra_rules(evaluated["dra"]["rules"])
+    }
     assert rules == {
         ("deviceclasses", "", tuple(_k8s_access.APPLY_VERBS)),
         ("resourceclaimtemplates", namespace, tuple(_k8s_access.APPLY_VERBS)),
@@ -159,6 +164,4 @@ def test_render_mode_writes_the_dra_objects_and_a_return_to_device_plugin_remove
     dra_names = {n for n in dra_files if n.startswith(("deviceclass-", "resourceclaimtemplate-"))}
     assert len(dra_names) == len(plans["dra"]["dra"]["objects"])
     assert set(plugin_files) == set(dra_files) - dra_names
-    assert yaml.safe_load(plugin_files["kustomization.yaml"])["resources"] == [
-        n for n in listed if n not in dra_names
-    ]
+    assert yaml.safe_load(plugin_files["kustomization.yaml"])["resources"] == [n for n in listed if n not in dra_names]
