@@ -44,6 +44,10 @@ BUILTIN_RESOURCES = {
     ("rbac.authorization.k8s.io", "Role"): "roles",
     ("rbac.authorization.k8s.io", "RoleBinding"): "rolebindings",
     ("apiextensions.k8s.io", "CustomResourceDefinition"): "customresourcedefinitions",
+    # gpufabric_k8s_device_allocation: dra (plan/dra.py): cluster-scoped DeviceClasses, and the
+    # ResourceClaimTemplates in the NADs' namespace.
+    ("resource.k8s.io", "DeviceClass"): "deviceclasses",
+    ("resource.k8s.io", "ResourceClaimTemplate"): "resourceclaimtemplates",
 }
 CRD_NAMES = {**_cluster_objects.CRD_NAMES, **_plan_storage_csi.CRD_NAMES}
 # What applying an object costs, as kubernetes.core.k8s does it with server-side apply: a read

@@ -230,6 +230,9 @@ def plan(
     if problems:
         raise PlanError(problems)
     dra = _dra(values, nodes, network, instance)
+    if dra:
+        # dra.net delivers the rail NICs: no rail NADs, pools or shared device plugin (plan/dra.py)
+        network = _plan_dra.without_rail_attachments(network)
     if gpu_operator:
         gpu_operator["nvidia_drivers"] = _k8s_publish.own(gpu_operator["nvidia_drivers"], "gpu_operator", instance)
     if storage:

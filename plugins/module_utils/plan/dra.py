@@ -37,6 +37,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.cluster import dns_name
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan.network_objects import CRD_NAMES
 
 VARIABLE = "gpufabric_k8s_device_allocation"
 MODES = ("device_plugin", "dra")
@@ -229,6 +230,43 @@ def plan(
         "groups": out_groups,
         "objects": device_classes() + templates,
     }
+
+
+# What delivers a rail NIC to a Pod with the device plugins, and not in dra mode.
+RAIL_ATTACHMENT_KINDS = ("NetworkAttachmentDefinition", "IPPool", "CIDRPool")
+
+
+def without_rail_attachments(network: Mapping[str, Any]) -> Dict[str, Any]:
+    """The network plan for dra mode: no rail NADs, no rail IP pools and no RDMA shared device plugin.
+
+    dra.net moves the rail NIC's interface (and, with RDMA in exclusive mode, its RDMA link) into the
+    Pod's network namespace (dranet documentation, "Interface Status",
+    https://dranet.dev/docs/concepts/interface-status). A macvlan or ipvlan NAD takes that interface
+    as its master in the host's namespace, and the shared device plugin hands the same RDMA device to
+    any number of Pods: two allocators for one NIC, which the scheduler counts apart. So dra mode
+    plans neither; the NicNodePolicies, which carry only that plugin, go too. The NCCL ConfigMaps,
+    node labels and the rails' address plan stay. The objects that remain keep their labels, so the
+    roles prune those dra mode dropped."""
+    out = dict(network)
+    objects: Dict[str, List[Dict[str, Any]]] = {}
+    for part, objs in (network.get("objects") or {}).items():
+        kept = []
+        for obj in objs:
+            if obj.get("kind") in RAIL_ATTACHMENT_KINDS or obj.get("kind") == "NicNodePolicy":
+                continue
+            if obj.get("kind") == "NicClusterPolicy" and "rdmaSharedDevicePlugin" in (obj.get("spec") or {}):
+                obj = dict(obj, spec={k: v for k, v in obj["spec"].items() if k != "rdmaSharedDevicePlugin"})
+            kept.append(obj)
+        objects[part] = kept
+    out["objects"] = objects
+    # as the network planner lists them: the CRD of each custom kind a part still applies
+    out["crds"] = {
+        part: sorted({CRD_NAMES[o["kind"]] for o in objs if o["kind"] in CRD_NAMES}) for part, objs in objects.items()
+    }
+    out["namespaces"] = sorted(
+        {o["metadata"]["namespace"] for objs in objects.values() for o in objs if o["metadata"].get("namespace")}
+    )
+    return out
 
 
 def summary_lines(section: Optional[Mapping[str, Any]]) -> List[str]:

@@ -176,7 +176,8 @@ def _kinds_policy(inputs: Mapping[str, Any], match: List[Dict[str, Any]]) -> Lis
 def _owned_policy(inputs: Mapping[str, Any], match: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     """The policy that keeps this identity to the objects it made (and its binding)."""
     # Ownership: this identity changes or deletes only what it made. StorageClasses, volumes and
-    # claims, the NCCL ConfigMaps, the NFS mount-options Secrets and validate's Secrets carry the
+    # claims, the DRA DeviceClasses and claim templates (never the drivers' own DeviceClasses), the
+    # NCCL ConfigMaps, the NFS mount-options Secrets and validate's Secrets carry the
     # collection's labels (app.kubernetes.io/managed-by: gpufabric.rollout, or validate's
     # app.kubernetes.io/part-of: gpufabric-rollout); an object without them is neither updated nor
     # deleted, and one is not created without them. The operators' namespaces, where Helm keeps its
@@ -194,6 +195,7 @@ def _owned_policy(inputs: Mapping[str, Any], match: List[Dict[str, Any]]) -> Lis
             "", ["configmaps", "secrets", "persistentvolumes", "persistentvolumeclaims"], ["CREATE", "UPDATE", "DELETE"]
         ),
         _rules("storage.k8s.io", ["storageclasses"], ["CREATE", "UPDATE", "DELETE"]),
+        _rules("resource.k8s.io", ["deviceclasses", "resourceclaimtemplates"], ["CREATE", "UPDATE", "DELETE"]),
     ]
     return _policy(
         f"{NAME}-owned",

@@ -58,6 +58,12 @@ CLUSTER_RULES: Tuple[Dict[str, Any], ...] = (
     {"apiGroups": ["nv-ipam.nvidia.com"], "resources": ["ippools", "cidrpools"], "verbs": ALL_VERBS},
     # Per-rail NetworkAttachmentDefinitions (rdma_networks).
     {"apiGroups": ["k8s.cni.cncf.io"], "resources": ["network-attachment-definitions"], "verbs": ALL_VERBS},
+    # The DeviceClasses of gpufabric_k8s_device_allocation: dra (rdma_networks, plan/dra.py): applied,
+    # listed by their labels and deleted when they left the plan (back to device_plugin). Their names
+    # are fixed, but RBAC cannot narrow create or list by name; the gpufabric-rollout-owned policy
+    # admits changes and deletes only of those carrying the collection's labels, so the drivers' own
+    # DeviceClasses are never touched.
+    {"apiGroups": ["resource.k8s.io"], "resources": ["deviceclasses"], "verbs": ALL_VERBS},
     # The ClusterPolicy the GPU Operator chart renders (Helm, gpu_operator) and the NVIDIADrivers the
     # role applies, lists by its label and prunes.
     {"apiGroups": ["nvidia.com"], "resources": ["clusterpolicies"], "verbs": ["get", "create", "patch", "delete"]},
@@ -117,9 +123,13 @@ VALIDATE_RULES: Tuple[Dict[str, Any], ...] = (
 # deletes a volume, listed by their labels in these namespaces only and deleted when they left the plan.
 STORAGE_RULES: Tuple[Dict[str, Any], ...] = ({"apiGroups": [""], "resources": ["secrets"], "verbs": ALL_VERBS},)
 # The NCCL environment ConfigMaps per node group (rdma_networks), in the NADs' namespace; listed by
-# their labels there only, and deleted when they left the plan. A ClusterRole bound by a
-# RoleBinding in that namespace only (never cluster-wide).
-NETWORKS_RULES: Tuple[Dict[str, Any], ...] = ({"apiGroups": [""], "resources": ["configmaps"], "verbs": ALL_VERBS},)
+# their labels there only, and deleted when they left the plan. With gpufabric_k8s_device_allocation:
+# dra, the node groups' ResourceClaimTemplates (plan/dra.py) there too, the same way. A ClusterRole
+# bound by a RoleBinding in that namespace only (never cluster-wide).
+NETWORKS_RULES: Tuple[Dict[str, Any], ...] = (
+    {"apiGroups": [""], "resources": ["configmaps"], "verbs": ALL_VERBS},
+    {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaimtemplates"], "verbs": ALL_VERBS},
+)
 # The static volumes' claims (storage_csi), in the namespaces gpufabric_storage names for them;
 # listed by their labels there only, and deleted when they left the plan and no Pod uses them.
 CLAIMS_RULES: Tuple[Dict[str, Any], ...] = (

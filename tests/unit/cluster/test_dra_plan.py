@@ -193,3 +193,28 @@ def test_every_object_is_valid_from_the_first_release_with_resource_v1(dgx, rele
     assert len(objects) == 6
     for obj in objects:
         kubernetes_validate.validate(obj, release, strict=True)
+
+
+def test_dra_mode_drops_every_rail_attachment_on_mixed_hardware(mixed_cluster):
+    """Two node groups: the shared device plugin is in a NicNodePolicy per group; dra mode drops them,
+    the rails' NADs and pools, and the CRDs only they needed, and leaves the NCCL ConfigMaps."""
+    from intent_support import cluster_plan
+
+    rails = [{"rail": 0}, {"rail": 1}] + [{"rail": r, "node_groups": ["h200-connectx-7-8r"]} for r in range(2, 8)]
+    intent = {"supernet": "10.200.0.0/16", "rails": rails}
+    network = cluster_plan(intent, mixed_cluster, {"pod": "10.244.0.0/16"}, {"mtu": 9000})
+    before = copy.deepcopy(network)
+    assert [o["kind"] for o in network["objects"]["network_operator"]].count("NicNodePolicy") == 2
+    after = dra.without_rail_attachments(network)
+    assert network == before  # the device_plugin plan is not changed in place
+    (policy,) = after["objects"]["network_operator"]
+    assert policy["kind"] == "NicClusterPolicy" and "rdmaSharedDevicePlugin" not in policy["spec"]
+    assert policy["spec"]["secondaryNetwork"] == before["objects"]["network_operator"][0]["spec"]["secondaryNetwork"]
+    configmaps = [o for o in before["objects"]["rdma_networks"] if o["kind"] == "ConfigMap"]
+    assert len(configmaps) == 2 and after["objects"]["rdma_networks"] == configmaps
+    assert after["crds"] == {
+        "network_operator": ["nicclusterpolicies.mellanox.com"],
+        "rdma_networks": [],
+        "sriov_networks": [],
+    }
+    assert after["namespaces"] == sorted({o["metadata"]["namespace"] for o in configmaps})

@@ -17,6 +17,7 @@ from intent_support import cluster_plan
 from ansible_collections.gpufabric.rollout.plugins.filter.cluster_plan import FilterModule
 from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import k8s_access as _k8s_access
 from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import k8s_publish as _k8s_publish
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import dra as _dra
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import network_objects as _network_objects
 from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import jobs as _validate_jobs
 
@@ -256,6 +257,20 @@ def _validate_checks(plan: Dict[str, Any]) -> List[Dict[str, str]]:
     return _k8s_access.expand(_k8s_access.apply_rules(objects) + namespaced + access["namespace"])
 
 
+def _dra_objects(plan: Dict[str, Any], topologies: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """The DRA section's objects for `plan`'s node groups (plan/dra.py), in its NADs' namespace."""
+    groups = [{"name": g["name"], "nodes": g["nodes"]} for g in plan["node_groups"]]
+    namespace = plan["config"]["nad_namespace"]
+    return _dra.plan(groups, topologies, namespace, "gpufabric.io/node-group")["objects"]
+
+
+def _dra_prune_kinds(namespace: str) -> List[Dict[str, Any]]:
+    """rdma_networks' __rdma_networks_dra_prune, its templates' namespace rendered as `namespace`."""
+    raw = yaml.safe_load((REPO / "roles" / "rdma_networks" / "vars" / "main.yml").read_text())
+    kinds = raw["__rdma_networks_dra_prune"]
+    return [dict(k, namespace=namespace) if "namespace" in k else k for k in kinds]
+
+
 # The CRDs network_operator and gpu_operator apply by name (their __<role>_crd_names), every one they can.
 CRDS_BY_ROLE = {
     "network_operator": {"__network_operator_crd_names": sorted(set(_network_objects.CRD_NAMES.values()))},
@@ -308,6 +323,11 @@ def role_checks(dgx_cluster, mixed_cluster, storage_plan) -> Dict[str, List[Dict
             )
         for plan in plans:
             rules += _k8s_access.apply_rules(plan["objects"].get(role, []))
+        if role == "rdma_networks":
+            # gpufabric_k8s_device_allocation: dra: the DeviceClasses and claim templates of the DGX plan,
+            # applied with the rails' objects, and their kinds pruned (__rdma_networks_dra_prune)
+            rules += _k8s_access.apply_rules(_dra_objects(plans[1], dgx_cluster))
+            rules += _k8s_publish.prune_rules(_dra_prune_kinds(plans[1]["config"]["nad_namespace"]))
         if role == "storage_csi":
             rules += _k8s_access.apply_rules([o for part in storage_plan["objects"].values() for o in part])
             # the Secrets are pruned in their namespaces only (vars/main.yml __storage_csi_prune_kinds)

@@ -4,6 +4,9 @@ are refused before any change (the bad-input suite has their messages)."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 from conftest import check, lab_intent, node_facts
 from test_bad_intent import SKEW, merged, node_plan
@@ -37,13 +40,43 @@ def test_device_plugin_is_the_default_and_plans_no_dra(specs):
     assert not kinds & {"DeviceClass", "ResourceClaimTemplate"}
 
 
-def test_the_same_objects_in_both_modes_besides_the_dra_section(specs):
+def _sections(plan):
+    keys = ("objects", "crds", "namespaces", "rails", "nccl", "node_labels")
+    return {
+        "network": {k: plan["network"][k] for k in keys},
+        "gpu_operator": plan["gpu_operator"],
+        "storage": plan["storage"],
+        "dra": plan["dra"],
+    }
+
+
+def test_device_plugin_plans_exactly_what_the_release_before_dra_applied_did(specs):
+    """fixtures/device_plugin_plan.json: the previous release's plan of the lab fixtures (README.md)."""
+    _values, plan = cluster_plan(specs)
+    before = json.loads((Path(__file__).parent / "fixtures" / "device_plugin_plan.json").read_text())
+    assert json.loads(json.dumps(_sections(plan))) == before
+
+
+def test_dra_plans_no_rail_nads_pools_or_shared_device_plugin_and_keeps_the_rest(specs):
+    """dra.net moves the rail NIC into the Pod: nothing else may attach it (plan/dra.py)."""
     _values, before = cluster_plan(specs)
     _values, after = cluster_plan(
         specs, {"gpufabric_k8s_device_allocation": "dra", "gpu_operator_components": {"device_plugin": False}}
     )
-    assert after["network"]["objects"] == before["network"]["objects"]
-    assert after["dra"] is not None
+    dropped = {"NetworkAttachmentDefinition", "IPPool", "CIDRPool", "NicNodePolicy"}
+    kinds = {o["kind"] for objs in before["network"]["objects"].values() for o in objs}
+    assert {"NetworkAttachmentDefinition", "IPPool"} <= kinds  # the lab's rails: macvlan NADs, nv-ipam pools
+    for part, objs in before["network"]["objects"].items():
+        kept = [o for o in objs if o["kind"] not in dropped]
+        for obj in kept:
+            if obj["kind"] == "NicClusterPolicy":
+                assert "rdmaSharedDevicePlugin" in obj["spec"]
+                obj["spec"] = {k: v for k, v in obj["spec"].items() if k != "rdmaSharedDevicePlugin"}
+        assert after["network"]["objects"][part] == kept, part
+    assert [o["kind"] for o in after["network"]["objects"]["rdma_networks"]] == ["ConfigMap"]
+    assert after["network"]["crds"]["rdma_networks"] == []
+    for key in ("rails", "nccl", "node_labels", "node_label_owned", "config"):
+        assert after["network"][key] == before["network"][key], key
 
 
 def test_dra_plans_classes_and_templates_owned_by_the_instance(specs):
