@@ -26,6 +26,8 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
+from ansible_collections.gpufabric.rollout.plugins.module_utils.switch import running as _running
+
 APPLY_BODY = {"state": "apply", "auto-prompt": {"ays": "ays_yes"}}
 APPLIED = "applied"
 # States of a revision on its way to applied (an apply that asks or is being carried out);
@@ -62,14 +64,10 @@ def lookup(tree: Any, path: Path) -> Tuple[bool, Any]:
 
 
 def _plain(value: Any) -> Any:
-    """A value as compared: a number and its digits in a string are one value (NVUE may give either)."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, str) and value.strip().isdigit():
-        return str(int(value))
-    return value
+    """A value as compared: a number and its digits in a string are one value (NVUE may give either;
+    running.number reads both, as the agreement check does)."""
+    number = _running.number(value)
+    return value if number is None else str(number)
 
 
 def same(wanted: Any, found: Any) -> bool:
