@@ -1,4 +1,4 @@
-"""rdma_networks in `dra` mode (gpufabric_k8s_device_allocation) on a private control plane, run by
+"""rdma_networks in `dra` mode (gpufabric_k8s_device_allocation) on the session's control plane, run by
 ansible-playbook as the collection's least-privilege identity (docs/rbac/gpufabric-rollout.yaml, which
 the lab's start applies): the first run creates the DeviceClasses and the node group's
 ResourceClaimTemplates (the real API server validates them) with the rails' objects, a second run
@@ -11,31 +11,24 @@ import json
 from typing import Any, Dict, List, Optional
 
 import pytest
-from controlplane_support import checked_plan, private_cluster
+from controlplane_support import checked_plan
 from role_runner import run_role_playbook
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import k8s_publish as _k8s_publish
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import dra
 
-# Nodes of this test's own control plane, from the lab's DGX H200 snapshots.
-NODES = {"dra-apply-node-01": "dgx-h200-8x8@1", "dra-apply-node-02": "dgx-h200-8x8@2"}
-# The shipped RBAC binds the NCCL ConfigMaps and claim templates in `default` only.
+# The shipped RBAC binds the NCCL ConfigMaps and claim templates in `default` only. Every object this
+# test makes carries its own instance label, so the other tests' objects on the session's cluster are
+# neither listed nor pruned by its runs; it leaves none of its own behind (the last run of each test
+# is in device_plugin mode, which prunes the DRA objects).
 NS = "default"
 INSTANCE = "dra-apply-test"
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    with private_cluster(tmp_path_factory.mktemp("kube"), tmp_path_factory.mktemp("sysroots"), NODES) as c:
-        yield c
-
-
-@pytest.fixture(scope="module")
-def plans(cluster) -> Dict[str, Dict[str, Any]]:
-    """gpufabric_plan for each mode, as the plan play hands it to the role (every object owned)."""
-    from ansible_collections.gpufabric.rollout.plugins.module_utils.discover.topology import discover
-
-    topology = {name: discover(str(cluster.sysroots / snapshot)) for name, snapshot in NODES.items()}
+def plans(topology) -> Dict[str, Dict[str, Any]]:
+    """gpufabric_plan for each mode, as the plan play hands it to the role (every object owned), for
+    the session cluster's two nodes (the lab's DGX H200 snapshots)."""
     network = checked_plan(topology, NS)
     network["objects"] = {part: _k8s_publish.own(o, part, INSTANCE) for part, o in network["objects"].items()}
     section = dra.plan(network["node_groups"], topology, NS, network["config"]["label_prefix"] + "/node-group")
@@ -107,6 +100,13 @@ def test_a_node_group_that_left_the_plan_takes_its_templates_and_foreign_classes
     foreign = {"apiVersion": dra.API_VERSION, "kind": "DeviceClass", "metadata": {"name": "gpu.nvidia.com"}}
     foreign["spec"] = {"selectors": [{"cel": {"expression": 'device.driver == "gpu.nvidia.com"'}}]}
     cluster.apply([foreign])
+    try:
+        _pruned_and_foreign_kept(cluster, plans, tmp_path)
+    finally:  # the session's cluster goes on without it
+        cluster.kubectl("delete", "deviceclass.resource.k8s.io", "gpu.nvidia.com", "--ignore-not-found")
+
+
+def _pruned_and_foreign_kept(cluster, plans, tmp_path) -> None:
     plan = plans["dra"]
     assert run(cluster, tmp_path / "all", plan)["rc"] == 0
     fewer = json.loads(json.dumps(plan))

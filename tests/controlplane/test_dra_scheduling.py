@@ -30,7 +30,14 @@ def dra_plan(cluster, plan, topology):
         return have >= {(n, d) for n in NODES for d in (dra.GPU_DRIVER, dra.NIC_DRIVER)}
 
     wait_until(published, "the GPU and NIC drivers' ResourceSlices on both nodes")
-    return section
+    yield section
+    # The objects were applied as the administrator, without the collection's labels: other tests on
+    # the session's cluster apply the same DeviceClasses as the collection's identity, which the
+    # admission policy would refuse to take over.
+    for obj in section["objects"]:
+        kind = obj["kind"].lower() + ".resource.k8s.io"
+        where = ["-n", obj["metadata"]["namespace"]] if obj["metadata"].get("namespace") else []
+        cluster.kubectl("delete", kind, obj["metadata"]["name"], "--ignore-not-found", "--wait=false", *where)
 
 
 def _roots(topology, node):
