@@ -135,9 +135,10 @@ TEST_SCENARIOS := $(LAB_LANE_SCENARIOS) $(CLUSTER_LANE_SCENARIOS)
 molecule-test: tools controlplane lab-image
 	LAB_CRDS_DIR="$(TEST_CRDS)" lab/molecule/run.sh $(TEST_SCENARIOS)
 
-# After the fast checks, two lanes run side by side: the lab lane (the main job on the lab, then
-# molecule scenarios) and the cluster lane (the EE build, the control-plane tests on private
-# clusters, then the other scenarios). Neither lane fills the machine alone: much of their time is
+# After the fast checks, two lanes run side by side: the lab lane (the main job on the lab, the
+# fault tests, then molecule scenarios) and the cluster lane (the EE build, the control-plane tests
+# on their session's cluster, then the other scenarios). The lanes are balanced by their measured
+# times (docs/contributing.md). Neither lane fills the machine alone: much of their time is
 # waiting on API servers, kwok's simulated Pods and node boots. They share no lab node, cluster or
 # port (lab/nodes.sh takes a machine-wide lock to create or remove nodes). Each lane is one
 # sequence, into its own log (lab/run_lanes.py prints each lane's state every 30 s, and the end of
@@ -159,13 +160,13 @@ test: test-fast build-check controlplane lab-image
 TEST_FAST_CONNECTION := mitogen
 
 test-lab-lane: tools controlplane lab-image
-	$(MAKE) --no-print-directory -j1 lab-test-matrix fault-test-lab
+	$(MAKE) --no-print-directory -j1 lab-test-matrix fault-test-lab fault-test-cluster
 	GPUFABRIC_LAB_CONNECTION=$${GPUFABRIC_LAB_CONNECTION:-$(TEST_FAST_CONNECTION)} LAB_CRDS_DIR="$(TEST_CRDS)" lab/molecule/run.sh $(LAB_LANE_SCENARIOS)
 
 # The older cores' unit tests run in `make matrix` only (make test proves the oldest core with its
 # sanity and the lab's main job rerun on it, lab-test-matrix).
 test-cluster-lane: tools controlplane lab-image
-	$(MAKE) --no-print-directory -j1 ee-build controlplane-test fault-test-cluster
+	$(MAKE) --no-print-directory -j1 ee-build controlplane-test
 	GPUFABRIC_LAB_CONNECTION=$${GPUFABRIC_LAB_CONNECTION:-$(TEST_FAST_CONNECTION)} LAB_CRDS_DIR="$(TEST_CRDS)" lab/molecule/run.sh $(CLUSTER_LANE_SCENARIOS)
 
 # The three run side by side (each is mostly one process), each into its log under .lab/logs/
