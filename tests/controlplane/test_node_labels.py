@@ -99,8 +99,10 @@ def test_first_call_patches_the_differing_nodes_and_a_rerun_writes_nothing(clust
         assert f"{P}/node-group" not in now[name]
 
     before = node_patches(cluster)
-    rc, out = run(cluster, wanted, capsys)
+    # in pages of 64 (the list's continue token followed to the last page): every Node read once
+    rc, out = run(cluster, wanted, capsys, page_size=64)
     assert rc == 0 and not out["changed"] and out["patched"] == 0, out
+    assert out["read"] == N + len(NODES), out
     assert node_patches(cluster) == before  # zero writes
 
 
