@@ -24,9 +24,16 @@ BUILTIN_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease"
 ALL_VERBS = ["get", "list", "create", "patch", "delete"]
 
 # The CRDs the collection installs (network_operator_crds_dir: the network kinds the plan emits;
-# gpu_operator_crds_dir: the GPU Operator's two, plan/gpu_operator.py): the only ones the ClusterRole
+# gpu_operator_crds_dir: the GPU Operator's, plan/gpu_operator.py, with the GPUCluster and the GPU
+# DRA driver's ComputeDomain kinds in gpufabric_k8s_device_allocation dra mode): the only ones the ClusterRole
 # lets the identity patch (resourceNames) and the gpufabric-rollout-kinds policy lets it create.
-GPU_OPERATOR_CRDS = ("clusterpolicies.nvidia.com", "nvidiadrivers.nvidia.com")
+GPU_OPERATOR_CRDS = (
+    "clusterpolicies.nvidia.com",
+    "nvidiadrivers.nvidia.com",
+    "gpuclusters.nvidia.com",
+    "computedomains.resource.nvidia.com",
+    "computedomaincliques.resource.nvidia.com",
+)
 COLLECTION_CRDS = tuple(_network_objects.CRD_NAMES.values()) + GPU_OPERATOR_CRDS
 
 # What must be cluster-wide (ClusterRole gpufabric-rollout). The patch of CRDs by name follows the
@@ -68,6 +75,9 @@ CLUSTER_RULES: Tuple[Dict[str, Any], ...] = (
     # role applies, lists by its label and prunes.
     {"apiGroups": ["nvidia.com"], "resources": ["clusterpolicies"], "verbs": ["get", "create", "patch", "delete"]},
     {"apiGroups": ["nvidia.com"], "resources": ["nvidiadrivers"], "verbs": ALL_VERBS},
+    # In gpufabric_k8s_device_allocation dra mode the chart renders the GPUCluster instead of the
+    # ClusterPolicy (Helm, gpu_operator), read back for readiness.
+    {"apiGroups": ["nvidia.com"], "resources": ["gpuclusters"], "verbs": ["get", "create", "patch", "delete"]},
     # The SR-IOV path (sriov_networks).
     {
         "apiGroups": ["sriovnetwork.openshift.io"],
