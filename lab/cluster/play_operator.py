@@ -21,8 +21,8 @@ on every change:
   stops advertising is removed and what others wrote (kwok, nodes.py) is left alone.
 
 - publishes, on each node, the ResourceSlices the DRA drivers' kubelet plugins would, for each
-  driver a DeviceClass of the cluster selects (`device.driver == "..."`; the drivers themselves
-  are not deployed by the collection yet, so a DeviceClass stands for "the driver runs"): the GPU
+  driver a DeviceClass of the cluster selects (`device.driver == "..."`; the drivers' images
+  cannot run here, so a DeviceClass stands for "the driver runs"): the GPU
   driver gpu.nvidia.com (a device `gpu-<minor>` per GPU) and dranet, dra.net (a device
   `pci-<address>` per RDMA NIC), with the attributes those drivers publish, named as they name
   them (docs/facts.md, "DRA drivers: names and device attributes"), valued from the node's
