@@ -21,8 +21,8 @@ on every change:
   stops advertising is removed and what others wrote (kwok, nodes.py) is left alone.
 
 - publishes, on each node, the ResourceSlices the DRA drivers' kubelet plugins would, for each
-  driver a DeviceClass of the cluster selects (`device.driver == "..."`; the drivers themselves
-  are not deployed by the collection yet, so a DeviceClass stands for "the driver runs"): the GPU
+  driver a DeviceClass of the cluster selects (`device.driver == "..."`; the drivers' images
+  cannot run here, so a DeviceClass stands for "the driver runs"): the GPU
   driver gpu.nvidia.com (a device `gpu-<minor>` per GPU) and dranet, dra.net (a device
   `pci-<address>` per RDMA NIC), with the attributes those drivers publish, named as they name
   them (docs/facts.md, "DRA drivers: names and device attributes"), valued from the node's
@@ -30,8 +30,10 @@ on every change:
   driver per node, a pool of its own named after the node; removed when no DeviceClass names the
   driver any more.
 
-The GPU Operator's ClusterPolicy and NVIDIADrivers get the status the GPU Operator writes: state,
-and Ready/Error conditions; not ready names the operand states the spec enables.
+The GPU Operator's ClusterPolicy, NVIDIADrivers and GPUCluster (the DRA-based stack of
+gpufabric_k8s_device_allocation: dra) get the status the GPU Operator writes: state, and
+Ready/Error conditions; not ready names the operand states the spec enables (the GPUCluster's
+operator says only that it waits for its operand pods).
 
 Runs with its own least-privilege identity (lab/controlplane/rbac.yaml). Adding an operator is one
 more OPERANDS entry.
@@ -129,6 +131,31 @@ def nvidia_driver_status(obj: Dict[str, Any], state: str) -> Dict[str, Any]:
     return {"state": state, "conditions": [condition]}
 
 
+def gpu_cluster_status(obj: Dict[str, Any], state: str) -> Dict[str, Any]:
+    """The GPUCluster's status as the GPU Operator writes it (controllers/gpucluster_controller.go,
+    internal/conditions/gpucluster.go at v26.7.0): state, and Ready/Error conditions; while the
+    operand pods are not ready, reason OperandNotReady, "Waiting for operand pods to be ready"."""
+    if state == "ready":
+        ready = {
+            "type": "Ready",
+            "status": "True",
+            "reason": "Reconciled",
+            "message": "All resources have been successfully reconciled",
+        }
+        error = {"type": "Error", "status": "False", "reason": "Ready", "message": ""}
+    else:
+        ready = {"type": "Ready", "status": "False", "reason": "Error", "message": ""}
+        error = {
+            "type": "Error",
+            "status": "True",
+            "reason": "OperandNotReady",
+            "message": "Waiting for operand pods to be ready",
+        }
+    for cond in (ready, error):
+        cond["lastTransitionTime"] = _now()
+    return {"state": state, "namespace": "gpu-operator", "conditions": [ready, error]}
+
+
 def _comparable(status: Dict[str, Any]) -> Dict[str, Any]:
     """A status without the conditions' transition times, so that an unchanged state is not
     written again (a no-op keeps the object's resourceVersion)."""
@@ -213,6 +240,7 @@ OPERANDS = [
     ),
     Operand("ClusterPolicy", "nvidia.com", "v1", "clusterpolicies", cluster_policy_status),
     Operand("NVIDIADriver", "nvidia.com", "v1alpha1", "nvidiadrivers", nvidia_driver_status),
+    Operand("GPUCluster", "nvidia.com", "v1alpha1", "gpuclusters", gpu_cluster_status),
 ]
 
 

@@ -103,6 +103,15 @@ def k8s_helm_rules(namespaces):
     return _k8s_access.helm_release_rules(list(namespaces or []))
 
 
+def k8s_chart_digest_refusal(pull, pinned, ref, version, variable):
+    """Why a chart ``helm pull`` fetched (kubernetes.core.helm_pull's result) is refused: its manifest digest is
+    not ``pinned`` (named as ``variable``); '' when it is."""
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import chart_digest as _chart_digest
+
+    output = "{}\n{}".format((pull or {}).get("stdout") or "", (pull or {}).get("stderr") or "")
+    return _chart_digest.refusal(output, str(pinned), str(ref), str(version), str(variable))
+
+
 class FilterModule:
     def filters(self):
         funcs = (
@@ -116,5 +125,6 @@ class FilterModule:
             k8s_prune_rules,
             k8s_claims_in_use,
             k8s_helm_rules,
+            k8s_chart_digest_refusal,
         )
         return {func.__name__: func for func in funcs}

@@ -12,20 +12,24 @@ def _first(result):
     return result or None
 
 
-def gpu_operator_not_ready(cluster_policy, daemonsets=None, drivers=None):
-    """One line per component, DaemonSet or NVIDIADriver that is not ready; [] when all are."""
+def gpu_operator_not_ready(cluster_policy, daemonsets=None, drivers=None, name=None):
+    """One line per component, DaemonSet or NVIDIADriver that is not ready; [] when all are.
+    ``name``: Kind/name of the operator's custom resource (the GPUCluster in dra mode)."""
     from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import gpu_operator as _plan_gpu_operator
 
     items = (daemonsets or {}).get("resources") if isinstance(daemonsets, dict) else daemonsets
     found = [_first(r) for r in ((drivers or {}).get("results") or [])] if isinstance(drivers, dict) else drivers
-    return _plan_gpu_operator.not_ready(_first(cluster_policy), items or [], [d for d in found or [] if d])
+    named = {"name": name} if name else {}
+    return _plan_gpu_operator.not_ready(_first(cluster_policy), items or [], [d for d in found or [] if d], **named)
 
 
-def gpu_operator_spec_drift(cluster_policy, expect):
-    """The planned ClusterPolicy fields the live object lacks, one line each; [] when it matches."""
+def gpu_operator_spec_drift(cluster_policy, expect, name=None):
+    """The planned fields the live ClusterPolicy (or ``name``: Kind/name, the GPUCluster in dra mode)
+    lacks, one line each; [] when it matches."""
     from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import gpu_operator as _plan_gpu_operator
 
-    return _plan_gpu_operator.spec_drift(_first(cluster_policy), expect or {})
+    named = {"name": name} if name else {}
+    return _plan_gpu_operator.spec_drift(_first(cluster_policy), expect or {}, **named)
 
 
 class FilterModule:

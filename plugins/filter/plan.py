@@ -53,6 +53,16 @@ def packages_missing(wanted, packages_facts):
     return _packages.missing(wanted, packages_facts)
 
 
+def dra_api_refusal(cluster_info):
+    """The refusal of gpufabric_k8s_device_allocation: dra on this API server, or '' (k8s_cluster_info's result)."""
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import dra_server as _dra_server
+
+    if not isinstance(cluster_info, dict):
+        raise AnsibleFilterError("dra_api_refusal: expects the result of kubernetes.core.k8s_cluster_info")
+    server = ((cluster_info.get("version") or {}).get("server") or {}).get("kubernetes") or {}
+    return _dra_server.refusal(server.get("gitVersion"), (cluster_info.get("apis") or {}).keys()) or ""
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -61,4 +71,5 @@ class FilterModule:
             "doca_stack_packages": doca_stack_packages,
             "kernel_headers_package": kernel_headers_package,
             "packages_missing": packages_missing,
+            "dra_api_refusal": dra_api_refusal,
         }

@@ -19,6 +19,7 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.check imp
 from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.cluster import ClusterPlanError
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import dra as _plan_dra
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import dra_mixes as _dra_mixes
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import dranet as _plan_dranet
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import gpu_operator as _plan_gpu_operator
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import networks as _cluster_plan
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import roce as _qos_plan
@@ -220,6 +221,8 @@ def plan(
     network, instance = _network(values, nodes, rails)
     label_prefix = network["config"]["label_prefix"]
     gpu_operator = _plan_gpu_operator.plan(values, nodes, label_prefix, problems)
+    # dra mode: dranet, the rail NICs' DRA driver, with the network_operator role (plan/dranet.py).
+    dranet = _plan_dranet.plan(values, label_prefix + "/node-group", problems)
     storage = _plan_storage_csi.plan(values, nodes, label_prefix, problems)
     switches, switch_problems = _switch_cluster.section(values, fabric, nodes)
     problems.extend(switch_problems)
@@ -257,7 +260,9 @@ def plan(
             for host, r in sorted(nodes.items())
         },
         "network": network,
-        "network_operator": {"chart_values": network_operator_values(values, rails)},
+        "network_operator": dict(
+            {"chart_values": network_operator_values(values, rails)}, **({"dranet": dranet} if dranet else {})
+        ),
         "storage": storage,
         "gpu_operator": gpu_operator,
         # gpufabric_k8s_device_allocation: dra: DeviceClasses and claim templates (plan/dra.py); else None.

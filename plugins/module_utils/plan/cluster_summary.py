@@ -13,6 +13,7 @@ from typing import Any, Dict, List, Mapping, Optional
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.discover import rails as _topology_rails
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import dra as _plan_dra
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import dranet as _plan_dranet
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import gpu_operator as _plan_gpu_operator
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import storage_csi as _plan_storage_csi
 from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import cluster_report as _cluster_report
@@ -134,6 +135,7 @@ def summary_text(result: Mapping[str, Any]) -> str:
     lines.append(f"objects: {counts}")
     if result.get("dra"):  # with the device plugins the summary stays as it was
         lines.extend(_plan_dra.summary_lines(result["dra"]))
+        lines.extend(_plan_dranet.summary_lines((result.get("network_operator") or {}).get("dranet")))
     lines.extend(_plan_storage_csi.summary_lines(result.get("storage")))
     lines.extend(f"chart {c['chart']}: {c['source']}, {c['provenance']}" for c in result.get("charts") or [])
     lines.extend(_switch_render.summary_lines(result.get("switches")))

@@ -40,15 +40,31 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.cluster i
 
 # The chart values live in plan.gpu_operator_values.
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan.gpu_operator_values import (
+    DRA_VAR,
     DRIVER_VAR,
     chart_values,
     check_chart_source,
     check_extra_values,
     deep_merge,
+    gpu_cluster_values,
     nvidia_driver,
 )
 
 CLUSTER_POLICY = "cluster-policy"
+# The GPUCluster is a singleton of this name (its CRD's validation rule; the chart's helper).
+GPU_CLUSTER = "gpu-cluster"
+# What the operator needs served in dra mode: the GPUCluster, the ClusterPolicy kind (the GPUCluster
+# controller lists ClusterPolicies to refuse a second stack) and the DRA driver's ComputeDomain kinds
+# (the chart's crds/ at v26.7.0).
+DRA_CRDS = [
+    "clusterpolicies.nvidia.com",
+    "gpuclusters.nvidia.com",
+    "computedomains.resource.nvidia.com",
+    "computedomaincliques.resource.nvidia.com",
+]
+# ClusterPolicy operands a GPUCluster does not deploy (internal/state/manager.go, newGPUClusterStates:
+# the DRA driver, DCGM, DCGM Exporter and the DRA validator only).
+NOT_IN_GPU_CLUSTER = ("toolkit", "gpu_feature_discovery", "mig_manager", "node_status_exporter")
 # ClusterPolicy operand states (controllers/state_manager.go) -> the component they deploy.
 STATE_COMPONENTS = {
     "pre-requisites": "operator",
@@ -165,52 +181,95 @@ def plan(
             + "), but one ClusterPolicy deploys one; set gpu_operator_driver_crd: true for one NVIDIADriver per "
             "group, or make the driver, gpudirect_rdma_method and GDS intent the same on every node"
         )
+    dra = values.get(DRA_VAR) == "dra"
+    if dra and mode == "operator" and not crd_path:
+        problems.append(
+            f"{DRA_VAR}: dra deploys the GPU Operator's GPUCluster, and the chart installs a GPUCluster with an "
+            f"operator-managed driver only through NVIDIADriver objects ({DRIVER_VAR}.managed_by: operator, "
+            "gpu_operator_driver_crd: false); set gpu_operator_driver_crd: true, or managed_by: host"
+        )
     extra = values.get("gpu_operator_extra_values") or {}
     check_extra_values(extra, problems)
     check_chart_source(values, problems)
     nfd = nfd_owner(values, problems) if values.get("gpu_operator_install_chart", True) else "external"
     generated, expect = chart_values(values, mode, groups, crd_path, nfd == "gpu_operator")
+    gpu_cluster: Optional[Dict[str, Any]] = None
+    if dra:
+        dra_values, dra_expect = gpu_cluster_values(values)
+        generated = deep_merge(generated, dra_values)
+        gpu_cluster = {"kind": "GPUCluster", "api_version": "nvidia.com/v1alpha1", "name": GPU_CLUSTER}
+        gpu_cluster["expect"] = dra_expect
+        comps = values.get("gpu_operator_components") or {}
+        gpu_cluster["not_deployed"] = [name for name in NOT_IN_GPU_CLUSTER if comps.get(name)]
     label = f"{label_prefix}/gpu-driver"
     drivers = [nvidia_driver(values, g, label) for g in groups] if crd_path and mode == "operator" else []
     node_labels: Dict[str, Dict[str, str]] = {}
     for group in groups if drivers else []:
         for node in group["nodes"]:
             node_labels[node] = {label: label_value(group["name"])}
-    return {
+    section = {
         "driver_mode": mode,
         "driver_crd": crd_path,
         "nfd": nfd,
         "driver_groups": groups,
         "chart_values": deep_merge(generated, extra),
-        "cluster_policy": {"name": CLUSTER_POLICY, "expect": expect},
+        "cluster_policy": None if dra else {"name": CLUSTER_POLICY, "expect": expect},
         "nvidia_drivers": drivers,
         "node_labels": node_labels,
         "node_label_owned": [label],
-        "crds": ["clusterpolicies.nvidia.com"] + (["nvidiadrivers.nvidia.com"] if crd_path else []),
+        "crds": (list(DRA_CRDS) if dra else ["clusterpolicies.nvidia.com"])
+        + (["nvidiadrivers.nvidia.com"] if crd_path else []),
     }
+    if gpu_cluster:
+        # Only in dra mode: device_plugin plans the section exactly as before.
+        section["gpu_cluster"] = gpu_cluster
+        section["mig_strategy"] = expect.get("mig.strategy")
+    return section
 
 
 def summary_lines(section: Optional[Mapping[str, Any]]) -> List[str]:
     if not section:
         return ["GPU Operator: not part of this cluster layer"]
-    lines = [
-        "GPU Operator: driver {} ({}), NFD from {}, MIG strategy {}".format(
-            "from the host" if section["driver_mode"] == "host" else "installed by the operator",
-            "NVIDIADriver per group" if section["driver_crd"] else "ClusterPolicy",
-            section["nfd"],
-            section["cluster_policy"]["expect"].get("mig.strategy"),
-        )
-    ]
+    gpu_cluster = section.get("gpu_cluster")
+    if gpu_cluster:
+        lines = [
+            "GPU Operator: GPUCluster/{} (GPU DRA driver {}, device plugin off), driver {} ({}), NFD from {}".format(
+                gpu_cluster["name"],
+                gpu_cluster["expect"]["draDriver.version"],
+                "from the host" if section["driver_mode"] == "host" else "installed by the operator",
+                "NVIDIADriver per group" if section["driver_crd"] else "no operator driver",
+                section["nfd"],
+            )
+        ]
+        if gpu_cluster["not_deployed"]:
+            lines.append(
+                "  not deployed in dra mode (the GPUCluster has no such operand): gpu_operator_components "
+                + ", ".join(gpu_cluster["not_deployed"])
+            )
+    else:
+        lines = [
+            "GPU Operator: driver {} ({}), NFD from {}, MIG strategy {}".format(
+                "from the host" if section["driver_mode"] == "host" else "installed by the operator",
+                "NVIDIADriver per group" if section["driver_crd"] else "ClusterPolicy",
+                section["nfd"],
+                section["cluster_policy"]["expect"].get("mig.strategy"),
+            )
+        ]
     for group in section["driver_groups"]:
         lines.append("  driver " + _describe(group))
     return lines
 
 
 # --------------------------------------------------------------------------------------------- status
-def spec_drift(cluster_policy: Optional[Mapping[str, Any]], expect: Mapping[str, Any]) -> List[str]:
-    """The planned ClusterPolicy fields the live object does not have (a chart that ignored a value)."""
+def spec_drift(
+    cluster_policy: Optional[Mapping[str, Any]],
+    expect: Mapping[str, Any],
+    name: str = f"ClusterPolicy/{CLUSTER_POLICY}",
+) -> List[str]:
+    """The planned fields of the operator's custom resource (``name``: the ClusterPolicy, or the
+    GPUCluster in dra mode) the live object does not have (a chart that ignored a value)."""
     if not cluster_policy:
-        return [f"ClusterPolicy/{CLUSTER_POLICY} does not exist: the chart did not deploy it"]
+        return [f"{name} does not exist: the chart did not deploy it"]
     out = []
     for path, want in sorted(expect.items()):
         node: Any = cluster_policy.get("spec") or {}
@@ -225,9 +284,11 @@ def not_ready(
     cluster_policy: Optional[Mapping[str, Any]],
     daemonsets: Optional[List[Mapping[str, Any]]] = None,
     drivers: Optional[List[Mapping[str, Any]]] = None,
+    name: str = f"ClusterPolicy/{CLUSTER_POLICY}",
 ) -> List[str]:
-    """What is not ready, one line each: the ClusterPolicy's operand states (as components), the
-    operator's DaemonSets short of ready pods, and NVIDIADrivers; [] when everything is ready."""
+    """What is not ready, one line each: the operator's custom resource (``name``: the ClusterPolicy
+    with its operand states as components, or the GPUCluster), the operator's DaemonSets short of
+    ready pods, and NVIDIADrivers; [] when everything is ready."""
     lines: List[str] = []
     status = (cluster_policy or {}).get("status") or {}
     if status.get("state") != "ready":
@@ -240,11 +301,10 @@ def not_ready(
         states = match.group(1).replace(",", " ").split() if match else []
         if states:
             named = ", ".join(f"{STATE_COMPONENTS.get(s, s)} ({s})" for s in states)
-            lines.append(f"ClusterPolicy/{CLUSTER_POLICY} {status.get('state') or 'has no state'}: not ready: {named}")
+            lines.append(f"{name} {status.get('state') or 'has no state'}: not ready: {named}")
         else:
             lines.append(
-                f"ClusterPolicy/{CLUSTER_POLICY} state {status.get('state') or '(none)'}"
-                + (f": {message.strip()}" if message.strip() else "")
+                f"{name} state {status.get('state') or '(none)'}" + (f": {message.strip()}" if message.strip() else "")
             )
     for ds in daemonsets or []:
         st = ds.get("status") or {}

@@ -20,6 +20,10 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.check imp
 from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.parse import version_numbers
 
 DRIVER_VAR = "gpufabric_gpu_driver"
+DRA_VAR = "gpufabric_k8s_device_allocation"
+DRA_VERSION_VAR = "gpu_operator_dra_driver_version"
+# The GPU DRA driver's image (draDriver.repository default at v26.7.0), re-rooted under the mirror.
+DRA_DRIVER_REPOSITORY = "nvcr.io/nvidia"
 MANAGED_BY = {_k8s_publish.MANAGED_BY_KEY: _k8s_publish.MANAGED_BY}
 KERNEL_MODULE_TYPE_SINCE = (25, 3, 0)
 VALIDATOR_REPO_MOVED = (25, 10, 0)  # validator and node status exporter left nvcr.io/nvidia/cloud-native
@@ -99,6 +103,9 @@ OWNED = {
     "nfd.enabled": "gpu_operator_nfd_enabled",
     "mig.strategy": "gpu_operator_mig_strategy",
     "clusterPolicy.deployCR": "the role (the chart deploys the ClusterPolicy)",
+    "gpuCluster.deployCR": f"{DRA_VAR} (dra deploys the GPUCluster instead of the ClusterPolicy)",
+    "draDriver.version": DRA_VERSION_VAR,
+    "draDriver.repository": "gpu_operator_image_registry",
     **{f"{key}.enabled": f"gpu_operator_components.{name}" for name, key in COMPONENTS.items()},
 }
 
@@ -218,6 +225,32 @@ def chart_values(
         expect["driver.rdma.enabled"] = driver["rdma"]["enabled"]
         expect["driver.rdma.useHostMofed"] = driver["rdma"]["useHostMofed"]
     generated = deep_merge(generated, _images(values, chart, nfd))
+    return generated, expect
+
+
+def gpu_cluster_values(values: Mapping[str, Any]) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    """(chart values, GPUCluster spec fields they must produce) of dra mode.
+
+    The chart renders the GPUCluster (nvidia.com/v1alpha1, the DRA-based stack: the GPU DRA driver,
+    DCGM, DCGM Exporter and the DRA validator) with gpuCluster.deployCR, and refuses it together
+    with the ClusterPolicy (templates/validations.yaml); the operator also refuses to reconcile a
+    GPUCluster while a ClusterPolicy exists (controllers/gpucluster_controller.go). So dra turns the
+    ClusterPolicy off. Sources: docs/facts.md, "GPU Operator: ClusterPolicy or GPUCluster".
+    """
+    registry = str(values.get("gpu_operator_image_registry") or "")
+    secrets = list(values.get("gpu_operator_image_pull_secrets") or [])
+    repo = registry.rstrip("/") + "/" + DRA_DRIVER_REPOSITORY.split("/", 1)[1] if registry else DRA_DRIVER_REPOSITORY
+    version = str(values.get(DRA_VERSION_VAR))
+    comps = values.get("gpu_operator_components") or {}
+    dra_driver: Dict[str, Any] = {"repository": repo, "version": version}
+    if secrets:
+        dra_driver["imagePullSecrets"] = secrets
+    generated = {"clusterPolicy": {"deployCR": False}, "gpuCluster": {"deployCR": True}, "draDriver": dra_driver}
+    expect = {
+        "draDriver.repository": repo,
+        "draDriver.version": version,
+        "dcgmExporter.enabled": bool(comps.get("dcgm_exporter")),
+    }
     return generated, expect
 
 

@@ -32,6 +32,8 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.plan.rbac_rules 
     CLUSTER_RULES,
     COLLECTION_CRDS,
     DEFAULT_INPUTS,
+    HELM_NAMESPACE_VARS,
+    HELM_ROLES,
     HELM_RULES,
     NAME,
     NETWORKS_RULES,
@@ -152,9 +154,20 @@ def inputs_from_intent(
     roles = list(cluster.get("plan_cluster_roles") or [])
     nad = str((cluster.get("gpufabric_rails") or {}).get("nad_namespace") or "default")
     operators = {
-        role: str(cluster.get(f"{role}_namespace") or DEFAULT_INPUTS["operator_namespaces"][role])
+        role: str(
+            cluster.get(HELM_NAMESPACE_VARS.get(role, f"{role}_namespace"))
+            or DEFAULT_INPUTS["operator_namespaces"][role]
+        )
         for role in HELM_RULES
-        if role in roles
+        if HELM_ROLES.get(role, role) in roles
+        # dranet is installed in gpufabric_k8s_device_allocation dra mode only
+        and (
+            role != "dranet"
+            or (
+                cluster.get("gpufabric_k8s_device_allocation") == "dra"
+                and cluster.get("network_operator_dranet_install", True)
+            )
+        )
     }
     secrets: List[str] = []
     claims: List[str] = []

@@ -24,9 +24,16 @@ BUILTIN_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease"
 ALL_VERBS = ["get", "list", "create", "patch", "delete"]
 
 # The CRDs the collection installs (network_operator_crds_dir: the network kinds the plan emits;
-# gpu_operator_crds_dir: the GPU Operator's two, plan/gpu_operator.py): the only ones the ClusterRole
+# gpu_operator_crds_dir: the GPU Operator's, plan/gpu_operator.py, with the GPUCluster and the GPU
+# DRA driver's ComputeDomain kinds in gpufabric_k8s_device_allocation dra mode): the only ones the ClusterRole
 # lets the identity patch (resourceNames) and the gpufabric-rollout-kinds policy lets it create.
-GPU_OPERATOR_CRDS = ("clusterpolicies.nvidia.com", "nvidiadrivers.nvidia.com")
+GPU_OPERATOR_CRDS = (
+    "clusterpolicies.nvidia.com",
+    "nvidiadrivers.nvidia.com",
+    "gpuclusters.nvidia.com",
+    "computedomains.resource.nvidia.com",
+    "computedomaincliques.resource.nvidia.com",
+)
 COLLECTION_CRDS = tuple(_network_objects.CRD_NAMES.values()) + GPU_OPERATOR_CRDS
 
 # What must be cluster-wide (ClusterRole gpufabric-rollout). The patch of CRDs by name follows the
@@ -68,6 +75,9 @@ CLUSTER_RULES: Tuple[Dict[str, Any], ...] = (
     # role applies, lists by its label and prunes.
     {"apiGroups": ["nvidia.com"], "resources": ["clusterpolicies"], "verbs": ["get", "create", "patch", "delete"]},
     {"apiGroups": ["nvidia.com"], "resources": ["nvidiadrivers"], "verbs": ALL_VERBS},
+    # In gpufabric_k8s_device_allocation dra mode the chart renders the GPUCluster instead of the
+    # ClusterPolicy (Helm, gpu_operator), read back for readiness.
+    {"apiGroups": ["nvidia.com"], "resources": ["gpuclusters"], "verbs": ["get", "create", "patch", "delete"]},
     # The SR-IOV path (sriov_networks).
     {
         "apiGroups": ["sriovnetwork.openshift.io"],
@@ -108,7 +118,19 @@ HELM_RULES: Dict[str, Tuple[Dict[str, Any], ...]] = {
         # Readiness read-back of the operands when the ClusterPolicy is not ready.
         {"apiGroups": ["apps"], "resources": ["daemonsets"], "verbs": ["list"]},
     ),
+    # gpufabric_k8s_device_allocation: dra: dranet, the rail NICs' DRA driver (network_operator,
+    # plan/dranet.py), in its own namespace: the release records, and the chart's ServiceAccount and
+    # DaemonSet as the lab's stand-in chart has them, the DaemonSet also listed for readiness. The real
+    # chart's ClusterRole and ClusterRoleBinding are an administrator's (docs/rbac/README.md).
+    "dranet": (
+        _HELM_SECRETS,
+        {"apiGroups": [""], "resources": ["serviceaccounts"], "verbs": _CHART_VERBS},
+        {"apiGroups": ["apps"], "resources": ["daemonsets"], "verbs": [*_CHART_VERBS, "list"]},
+    ),
 }
+# The role whose variables carry each release's namespace (default: the release's own name).
+HELM_NAMESPACE_VARS = {"dranet": "network_operator_dranet_namespace"}
+HELM_ROLES = {"dranet": "network_operator"}
 # NCCL across the nodes in Pods (validate): one Job per node group with its headless Service and the
 # Secret of the run's SSH key pair, applied, read (where the Pods ran, the launcher Pod's log) and
 # deleted, in validate_namespace only: a namespace of their own, apart from the NADs' (the Pods
@@ -139,7 +161,11 @@ CLAIMS_RULES: Tuple[Dict[str, Any], ...] = (
 # The default plan: the namespaces every role uses unless the inventory names others.
 DEFAULT_INPUTS: Dict[str, Any] = {
     "subject": {"kind": "User", "name": NAME},
-    "operator_namespaces": {"network_operator": "nvidia-network-operator", "gpu_operator": "gpu-operator"},
+    "operator_namespaces": {
+        "network_operator": "nvidia-network-operator",
+        "gpu_operator": "gpu-operator",
+        "dranet": "dranet",
+    },
     "nad_namespaces": ["default"],
     "validate_namespaces": ["gpufabric-validation"],
     "secret_namespaces": ["csi-driver-nfs"],

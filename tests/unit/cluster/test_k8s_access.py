@@ -18,6 +18,7 @@ from ansible_collections.gpufabric.rollout.plugins.filter.cluster_plan import Fi
 from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import k8s_access as _k8s_access
 from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import k8s_publish as _k8s_publish
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import dra as _dra
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import gpu_operator as _plan_gpu_operator
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import network_objects as _network_objects
 from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import jobs as _validate_jobs
 
@@ -274,7 +275,10 @@ def _dra_prune_kinds(namespace: str) -> List[Dict[str, Any]]:
 # The CRDs network_operator and gpu_operator apply by name (their __<role>_crd_names), every one they can.
 CRDS_BY_ROLE = {
     "network_operator": {"__network_operator_crd_names": sorted(set(_network_objects.CRD_NAMES.values()))},
-    "gpu_operator": {"__gpu_operator_crd_names": ["clusterpolicies.nvidia.com", "nvidiadrivers.nvidia.com"]},
+    # Every CRD either device allocation mode applies (dra: the GPUCluster and ComputeDomain kinds).
+    "gpu_operator": {
+        "__gpu_operator_crd_names": sorted(set(_plan_gpu_operator.DRA_CRDS) | {"nvidiadrivers.nvidia.com"})
+    },
 }
 
 
@@ -377,6 +381,12 @@ def test_the_shipped_rbac_grants_nothing_the_roles_do_not_use(role_checks, shipp
     used += [
         {"group": group, "resource": resource, "verb": v, "namespace": "gpu-operator"}
         for group, resource in (("", "serviceaccounts"), ("apps", "deployments"))
+        for v in ("get", "create", "patch", "delete")
+    ]
+    # The dranet stand-in chart's (lab/charts/dranet/templates), in dra mode.
+    used += [
+        {"group": group, "resource": resource, "verb": v, "namespace": "dranet"}
+        for group, resource in (("", "serviceaccounts"), ("apps", "daemonsets"))
         for v in ("get", "create", "patch", "delete")
     ]
 

@@ -240,7 +240,7 @@ def test_the_filter_checks_the_subject_and_names_the_variables():
         ({"nad_namespaces": ["ML_Rails"]}, r"nad_namespaces: 'ML_Rails' is not a namespace"),
         (
             {"operator_namespaces": {"helm": "x"}},
-            r"operator_namespaces: .* maps none but network_operator and gpu_operator",
+            r"operator_namespaces: .* maps none but network_operator and gpu_operator and dranet",
         ),
         ({"crds": ["widgets"]}, r"crds: \['widgets'\] is not a list of CRD names"),
         ({"job_image": None}, r"job_image: None is not an image reference \(validate_nccl_image\)"),
@@ -287,6 +287,11 @@ def test_inputs_from_the_checked_intent():
         "crds": list(_rbac.COLLECTION_CRDS),
         "job_image": IMAGE,
     }
+    # dra mode: dranet's release namespace too (network_operator_dranet_namespace)
+    dra = dict(cluster, gpufabric_k8s_device_allocation="dra", network_operator_dranet_namespace="nics")
+    assert _rbac.inputs_from_intent(dra, filesystems, {"kind": "User", "name": "u"}, IMAGE, "ml-checks")[
+        "operator_namespaces"
+    ] == {"network_operator": "netop", "dranet": "nics"}
     # without storage_csi and rdma_networks: no claims, Secrets or ConfigMaps anywhere
     bare = _rbac.inputs_from_intent(
         {"plan_cluster_roles": []}, filesystems, {"kind": "User", "name": "u"}, IMAGE, "gpufabric-validation"

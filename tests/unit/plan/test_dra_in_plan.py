@@ -116,18 +116,16 @@ def test_a_gpu_its_rail_nic_cannot_reach_refuses_the_plan(specs):
 
 def test_refusals_name_both_sides():
     assert refusals({"gpufabric_k8s_device_allocation": "device_plugin"}) == []
-    # Without the gpu_operator role nothing deploys a ClusterPolicy: no GPU refusal.
+    # Without the gpu_operator role nothing deploys a device plugin: no GPU refusal.
     assert refusals({"gpufabric_k8s_device_allocation": "dra", "gpufabric_rails": {"nad_type": "macvlan"}}) == []
     both = refusals(
         {
             "gpufabric_k8s_device_allocation": "dra",
             "gpu_operator_chart_version": "v26.7.0",
             "gpu_operator_components": {"device_plugin": True},
-            "gpu_operator_extra_values": {"gpuCluster": {"deployCR": True}},
             "gpufabric_rails": {"nad_type": "macvlan", "rails": [{"rail": 0, "nad_type": "sriov"}, {"rail": 1}]},
         }
     )
-    assert len(both) == 3
-    assert "GPUCluster" in both[0] and "ClusterPolicy (clusterPolicy.deployCR: true)" in both[0]
-    assert "gpu.nvidia.com" in both[1] and "device plugin" in both[1]
-    assert "nad_type sriov (rail 0)" in both[2] and "dra.net" in both[2]
+    assert len(both) == 2
+    assert "gpu.nvidia.com" in both[0] and "device plugin" in both[0]
+    assert "nad_type sriov (rail 0)" in both[1] and "dra.net" in both[1]

@@ -219,3 +219,27 @@ def test_without_a_keyring_the_kustomization_still_names_the_repository(specs, t
     text = (folder / "kustomization.yaml").read_text()
     assert yaml.safe_load(text)["helmCharts"][0]["repo"] == signed_chart_repo["url"]
     assert "verified" not in text and not (folder / "charts").exists()
+
+
+def test_dra_mode_renders_the_gpu_cluster_values_for_an_offline_helm_template(specs, tmp_path):
+    """gpufabric_k8s_device_allocation: dra: values.yaml asks for the GPUCluster, and the kustomization's
+    helmCharts entry tells kustomize's offline `helm template` that DeviceClasses are served (the chart
+    refuses a GPUCluster otherwise); a second run changes nothing."""
+    plan, _plans = plan_all(
+        specs,
+        cluster_vars={
+            "gpufabric_k8s_mode": "render",
+            "gpu_operator_chart_path": "",
+            "gpufabric_k8s_device_allocation": "dra",
+            "gpu_operator_components": {"device_plugin": False},
+        },
+    )
+    rc, out, changed = play(tmp_path, plan, {})
+    assert rc == 0 and changed > 0, out
+    written = files(tmp_path)
+    values = yaml.safe_load(written["values.yaml"])
+    assert values["gpuCluster"] == {"deployCR": True} and values["clusterPolicy"] == {"deployCR": False}
+    kustomization = written["kustomization.yaml"]
+    assert yaml.safe_load(kustomization)["helmCharts"][0]["apiVersions"] == ["resource.k8s.io/v1/DeviceClass"]
+    assert "the chart renders the GPUCluster from values.yaml" in kustomization
+    assert run(tmp_path, plan) == 0
