@@ -34,6 +34,7 @@ NODES = ["gpu-node-01", "gpu-node-02"]
 GROUPS = {"gpu-node-02": "a-first-group", "gpu-node-01": "b-second-group"}
 OWN = "gpufabric.io/device-allocation"
 PODS_NS = "default"
+WINDOW_KEYS = ("cordoned-by", "maintenance", "failed")  # node_maintenance's annotations
 
 
 def upgrade_plays():
@@ -98,7 +99,8 @@ def gpu_workload(node):
                 "metadata": {"labels": labels},
                 "spec": {
                     "nodeSelector": {"kubernetes.io/hostname": node},
-                    "tolerations": [{"operator": "Exists"}],
+                    # kwok's node taint only: the cordon's taint keeps the replacement off the drained node
+                    "tolerations": [{"key": "kwok.x-k8s.io/node", "operator": "Exists"}],
                     "terminationGracePeriodSeconds": 1,
                     "containers": [
                         {
@@ -178,6 +180,7 @@ def test_the_nodes_move_to_dra_group_by_group_each_drained_first(cluster, tmp_pa
         }
         window["block"] = [*steps[:1], recorder(log), *steps[1:]]
         (tmp_path / "play.yml").write_text(yaml.safe_dump([setup, batch, final], sort_keys=False))
+        (tmp_path / "tasks").symlink_to(REPO / "playbooks" / "tasks")  # upgrade.yml's task files, as beside it
         node_vars = {
             h: {
                 "ansible_connection": "local",
@@ -237,6 +240,7 @@ def test_the_nodes_move_to_dra_group_by_group_each_drained_first(cluster, tmp_pa
         for name in NODES:
             cluster.kubectl("label", "node", name, f"{_migration.OPERATOR_LABEL}-", f"{OWN}-", check=False)
             cluster.kubectl("uncordon", name, check=False)
+            cluster.kubectl("annotate", "node", name, *[f"rollout.gpufabric.io/{k}-" for k in WINDOW_KEYS], check=False)
 
 
 @pytest.fixture(autouse=True)
