@@ -269,8 +269,9 @@ def plan(
             "target": _target(values),
             "read": cluster_nodes is not None,
             "nodes": migration,
-            # The cluster-wide objects of the mode follow once every node moved (the upgrade's last play).
-            "cluster": any(entry["switch"] for entry in migration.values()),
+            # The cluster-wide objects of the mode follow once every node moved (the upgrade's last play); a
+            # rerun that confirms a node a failed run left switched applies them too.
+            "cluster": bool(migration),
         },
     }
     result["summary"] = summary_text(result, values)

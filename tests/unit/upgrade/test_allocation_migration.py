@@ -194,3 +194,14 @@ def test_without_a_move_the_batches_stay_in_name_order():
     values = {"gpufabric_upgrade_serial": "1"}
     result = _upgrade.plan(values, records, [k8s_node(h) for h in records], {}, RULES)
     assert result["batches"] == [["gpu-a1"], ["gpu-b1"]] and result["migration"]["nodes"] == {}
+
+
+def test_a_rerun_after_a_failed_wait_confirms_the_node_and_then_applies_the_cluster_objects():
+    records = {h: record(h, "H200") for h in ("n1", "n2")}
+    failed = {"rollout.gpufabric.io/failed": "upgrade: no ResourceSlice of gpu.nvidia.com for Node n2"}
+    cluster = [k8s_node("n1", {MODE: "dra", OWN: "dra"}), k8s_node("n2", {MODE: "dra", OWN: "dra"}, annotations=failed)]
+    values = {"gpufabric_k8s_device_allocation": "dra"}
+    result = _upgrade.plan(values, records, cluster, {}, RULES)
+    assert result["pending"] == ["n2"] and list(result["migration"]["nodes"]) == ["n2"]
+    assert result["migration"]["nodes"]["n2"]["switch"] is False and result["migration"]["cluster"] is True
+    assert "n2 (Node n2): device allocation dra: confirm the node publishes its devices" in result["summary"]
