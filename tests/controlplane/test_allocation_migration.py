@@ -69,6 +69,9 @@ def recorder(log: Path):
             "__seen": {
                 "host": "{{ inventory_hostname }}",
                 "batch": "{{ ansible_play_batch }}",
+                "reason": "{{ (query('kubernetes.core.k8s', kind='Node', resource_name=inventory_hostname,"
+                " kubeconfig=gpufabric_kubeconfig) | first).metadata.annotations"
+                "['rollout.gpufabric.io/maintenance'] }}",
                 "cordoned": "{{ query('kubernetes.core.k8s', kind='Node', kubeconfig=gpufabric_kubeconfig)"
                 " | selectattr('spec.unschedulable', 'defined') | selectattr('spec.unschedulable')"
                 " | map(attribute='metadata.name') | list }}",
@@ -152,6 +155,7 @@ def test_the_nodes_move_to_dra_group_by_group_each_drained_first(cluster, tmp_pa
         assert batches == [["gpu-node-02"], ["gpu-node-01"]]
         plan = {
             "pending": sorted(NODES),
+            "nodes": {h: {"changes": [_migration.change_text(m)]} for h, m in moves.items()},
             "host_order": [h for b in batches for h in b],
             "batches": batches,
             "serial": [1, 1],
@@ -217,6 +221,8 @@ def test_the_nodes_move_to_dra_group_by_group_each_drained_first(cluster, tmp_pa
         ]
         # In gpu-node-02's window: it alone is cordoned, drained, and nothing is switched yet.
         assert seen[0]["cordoned"] == ["gpu-node-02"] and seen[0]["dra"] == [] and seen[0]["gpu_pod"] == 0
+        # The cordon says why: the move, with the node's group.
+        assert seen[0]["reason"] == "upgrade: device allocation device_plugin -> dra (node group a-first-group)"
         # In gpu-node-01's window: gpu-node-02 is done (uncordoned, dra); gpu-node-01 drained, not switched yet.
         assert seen[1]["cordoned"] == ["gpu-node-01"] and seen[1]["dra"] == ["gpu-node-02"] and seen[1]["gpu_pod"] == 0
         after = node_state(api)
