@@ -28,7 +28,12 @@ on every change:
   them (docs/facts.md, "DRA drivers: names and device attributes"), valued from the node's
   hardware snapshot (annotation lab.gpufabric.io/dra-devices, written by nodes.py). One slice per
   driver per node, a pool of its own named after the node; removed when no DeviceClass names the
-  driver any more.
+  driver any more. Per node, each driver follows the label that places it (the device-allocation
+  migration of playbooks/upgrade.yml switches them, a node group at a time): no GPU driver slice on a
+  Node whose GPU Operator mode label (nvidia.com/gpu-operator.resource-allocation.mode) says
+  `device-plugin`, as the operator then leaves its DRA kubelet plugin off the node; no dranet slice
+  on a Node whose gpufabric.io/device-allocation label says `device_plugin`, as a dranet DaemonSet
+  selecting that label would. A Node with neither label gets both, as before.
 
 The GPU Operator's ClusterPolicy, NVIDIADrivers and GPUCluster (the DRA-based stack of
 gpufabric_k8s_device_allocation: dra) get the status the GPU Operator writes: state, and
@@ -58,6 +63,12 @@ FIELD_MANAGER = "gpufabric-lab-operator-standin"
 NICS_ANNOTATION = "lab.gpufabric.io/rdma-nics"
 DRA_ANNOTATION = "lab.gpufabric.io/dra-devices"
 SLICE_LABEL = "lab.gpufabric.io/played-driver"
+# The per-node labels that switch a driver off a node (docs/facts.md, "GPU Operator: per-node allocation
+# mode"; the collection's own label for dranet): {driver: (label, value that switches it off)}.
+DRIVER_OFF = {
+    "gpu.nvidia.com": ("nvidia.com/gpu-operator.resource-allocation.mode", "device-plugin"),
+    "dra.net": ("gpufabric.io/device-allocation", "device_plugin"),
+}
 GPU_DRIVER, NIC_DRIVER = "gpu.nvidia.com", "dra.net"
 PCIE_ROOT, PCI_BUS_ID = "resource.kubernetes.io/pcieRoot", "resource.kubernetes.io/pciBusID"
 SELECTOR_KEYS = {
@@ -359,8 +370,12 @@ def resource_slices(node: Dict[str, Any], drivers: List[str]) -> List[Dict[str, 
         hardware = json.loads((meta.get("annotations") or {}).get(DRA_ANNOTATION) or "{}")
     except ValueError:
         hardware = {}
+    labels = meta.get("labels") or {}
     out = []
     for driver in drivers:
+        label, off = DRIVER_OFF.get(driver, ("", None))
+        if off is not None and labels.get(label) == off:
+            continue  # the driver's kubelet plugin does not run on this node
         devices = driver_devices(driver, hardware, meta["name"]) if hardware else []
         if not devices:
             continue

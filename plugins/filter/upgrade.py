@@ -36,6 +36,18 @@ def drain_target(by_name, by_label, host, mode, required, names, kubelet, variab
     )
 
 
+def allocation_missing(mode, node, slices, rails=False):
+    """What a Node does not publish yet for the device allocation ``mode`` (allocation_migration.missing)."""
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import allocation_migration as _migration
+
+    return _migration.missing(str(mode), node or {}, list(slices or []), bool(rails))
+
+
 class FilterModule:
     def filters(self):
-        return {"drain_blockers": drain_blockers, "drain_target": drain_target, "upgrade_stop": upgrade_stop}
+        return {
+            "allocation_missing": allocation_missing,
+            "drain_blockers": drain_blockers,
+            "drain_target": drain_target,
+            "upgrade_stop": upgrade_stop,
+        }

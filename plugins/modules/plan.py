@@ -28,7 +28,9 @@ description:
   - With O(part=upgrade) (C(playbooks/upgrade.yml)) it checks the upgrade variables (the plan role's C(upgrade)
     entry point) and plans the rolling upgrade from every node's plan (fact C(gpufabric_upgrade_plan)), that is the
     nodes to change and what changes on each, the batches, the cluster phase and its upgrade paths (the version-skew
-    rules of C(roles/plan/files/version_skew.yml)), and the summary C(--check) prints.
+    rules of C(roles/plan/files/version_skew.yml)), the nodes whose device allocation moves
+    (C(gpufabric_k8s_device_allocation) against their Node's labels; the batches then go node group by node group),
+    and the summary C(--check) prints.
   - Every refusal names the variable, the value and what is allowed; all problems are reported at once.
   - The results are return values, not facts, so that they never reach a fact cache (AWX jobs, C(fact_caching) in
     C(ansible.cfg)), where a later run would find a stale plan; the plan role keeps them for the run with
@@ -56,7 +58,8 @@ options:
   cluster_nodes:
     description:
       - For O(part=upgrade), the cluster's Node objects (kubernetes.core.k8s_info C(resources)), whose annotations
-        tell the nodes a failed upgrade left cordoned; omit without a cluster (render mode).
+        tell the nodes a failed upgrade left cordoned and whose labels their device allocation; omit without a
+        cluster (render mode).
     type: list
     elements: dict
   current:

@@ -131,6 +131,7 @@ def upgrade_rules(values: Mapping[str, Any], problems: Problems) -> None:
         ("gpufabric_upgrade_drain_retry_delay", 1, 3600),
         ("gpufabric_upgrade_drain_grace_period", -1, 86400),
         ("gpufabric_upgrade_reboot_timeout", 60, 86400),
+        ("gpufabric_upgrade_allocation_timeout", 1, 86400),
     ):
         if values.get(name) is not None:
             in_range(problems, name, values[name], low, high)

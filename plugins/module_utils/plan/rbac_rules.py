@@ -71,6 +71,10 @@ CLUSTER_RULES: Tuple[Dict[str, Any], ...] = (
     # admits changes and deletes only of those carrying the collection's labels, so the drivers' own
     # DeviceClasses are never touched.
     {"apiGroups": ["resource.k8s.io"], "resources": ["deviceclasses"], "verbs": ALL_VERBS},
+    # A node whose device allocation moves (playbooks/upgrade.yml, plan/allocation_migration.py) is
+    # uncordoned only once the DRA drivers publish its devices: its ResourceSlices are listed by
+    # spec.nodeName (RBAC cannot narrow a list by field selector). Read only.
+    {"apiGroups": ["resource.k8s.io"], "resources": ["resourceslices"], "verbs": ["list"]},
     # The ClusterPolicy the GPU Operator chart renders (Helm, gpu_operator) and the NVIDIADrivers the
     # role applies, lists by its label and prunes.
     {"apiGroups": ["nvidia.com"], "resources": ["clusterpolicies"], "verbs": ["get", "create", "patch", "delete"]},

@@ -21,8 +21,10 @@ Pure Python, no Ansible imports.
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.cluster import ClusterPlanError, group_nodes
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import allocation_migration as _migration
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca as _doca
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import skew as _skew
 
@@ -43,6 +45,7 @@ SETTINGS = {
     "gpufabric_upgrade_reboot_timeout": 1800,
     "gpufabric_upgrade_gpu_probe": True,
     "gpufabric_upgrade_cluster": True,
+    "gpufabric_upgrade_allocation_timeout": 600,
 }
 
 
@@ -188,13 +191,22 @@ def plan(
     notes: List[str] = []
     by_name = {((n.get("metadata") or {}).get("name")): n for n in cluster_nodes or []}
     in_run = set(hosts) if hosts is not None else set(records)
+    states = {
+        host: _node_state(by_name.get((records[host] or {}).get("k8s_node_name") or host))
+        if cluster_nodes is not None
+        else _node_state(None)
+        for host in records
+    }
+    migration, groups = _allocation(values, records, cluster_nodes, in_run, states, problems)
     nodes: Dict[str, Dict[str, Any]] = {}
     for host in sorted(records):
         record = records[host] or {}
         section = record.get("upgrade") or {}
         name = record.get("k8s_node_name") or host
-        state = _node_state(by_name.get(name)) if cluster_nodes is not None else _node_state(None)
+        state = states[host]
         changes = list(section.get("changes") or [])
+        if host in migration:
+            changes.append(_migration.change_text(migration[host]))
         resume = bool(state["failed"]) or (state["cordoned_by"] == "upgrade")
         if host not in in_run:
             status = "outside this run"
@@ -216,8 +228,13 @@ def plan(
             "in_cluster": state["exists"],
         }
     pending = [h for h, n in nodes.items() if n["status"] in ("to upgrade", "to resume")]
+    serial = values.get("gpufabric_upgrade_serial", "1")
     try:
-        plan_batches = batches(pending, values.get("gpufabric_upgrade_serial", "1")) if pending else []
+        if pending and migration:
+            # Node group by node group: the first batch's size (a number, or a share of all the nodes to change).
+            plan_batches = _migration.group_batches(groups, pending, serial_sizes(serial, len(pending))[0])
+        else:
+            plan_batches = batches(pending, serial) if pending else []
     except UpgradeError as exc:
         problems.extend(exc.problems)
         plan_batches = []
@@ -239,6 +256,8 @@ def plan(
     result = {
         "nodes": nodes,
         "pending": sorted(pending),
+        # The rolling play's host order (the batches, flattened): the play adds the hosts in this order.
+        "host_order": [host for batch in plan_batches for host in batch],
         "batches": plan_batches,
         "serial": [len(b) for b in plan_batches],
         "max_fail_percentage": int(values.get("gpufabric_upgrade_max_fail_percentage", 0)),
@@ -246,9 +265,52 @@ def plan(
         "order": _skew.layer_order(rules),
         "notes": notes,
         "settings": {name: values.get(name, default) for name, default in SETTINGS.items()},
+        "migration": {
+            "target": _target(values),
+            "read": cluster_nodes is not None,
+            "nodes": migration,
+            # The cluster-wide objects of the mode follow once every node moved (the upgrade's last play); a
+            # rerun that confirms a node a failed run left switched applies them too.
+            "cluster": bool(migration),
+        },
     }
     result["summary"] = summary_text(result, values)
     return result
+
+
+def _target(values: Mapping[str, Any]) -> str:
+    return str(values.get(_migration.VARIABLE) or "device_plugin")
+
+
+def _allocation(
+    values: Mapping[str, Any],
+    records: Mapping[str, Mapping[str, Any]],
+    cluster_nodes: Optional[Sequence[Mapping[str, Any]]],
+    in_run: Any,
+    states: Mapping[str, Mapping[str, Any]],
+    problems: List[str],
+) -> Tuple[Dict[str, Dict[str, Any]], Dict[str, str]]:
+    """The nodes of this run whose window moves them to the planned device allocation (allocation_migration),
+    and each host's node group (the groups of the cluster plan: intent.cluster.group_nodes)."""
+    target = _target(values)
+    if target not in _migration.MODES:
+        problems.append(f"{_migration.VARIABLE}: {target!r} is not one of {', '.join(_migration.MODES)}")
+        return {}, {}
+    prefix = str((values.get("gpufabric_rails") or {}).get("label_prefix") or "gpufabric.io")
+    names = {host: str((records[host] or {}).get("k8s_node_name") or host) for host in records}
+    try:
+        grouped, _rails = group_nodes({names[h]: (records[h] or {}).get("topology") or {} for h in records}, prefix)
+    except ClusterPlanError as exc:
+        problems.append(f"{_migration.VARIABLE}: the node groups cannot be planned: {exc}")
+        return {}, {}
+    by_name = {node: group["name"] for group in grouped for node in group["nodes"]}
+    groups = {host: by_name.get(names[host], "") for host in records}
+    resuming = [h for h, state in states.items() if state["failed"] or state["cordoned_by"] == "upgrade"]
+    rails = {host: bool(((records[host] or {}).get("topology") or {}).get("rails")) for host in records}
+    migration = _migration.plan(
+        target, prefix, sorted(h for h in records if h in in_run), names, cluster_nodes, groups, resuming, rails
+    )
+    return migration, groups
 
 
 def summary_text(result: Mapping[str, Any], values: Mapping[str, Any]) -> str:
@@ -290,5 +352,12 @@ def summary_text(result: Mapping[str, Any], values: Mapping[str, Any]) -> str:
         lines.append("cluster phase, after the nodes: " + "; ".join(parts))
     else:
         lines.append("cluster phase: none")
+    move = result["migration"]
+    lines.extend(_migration.summary_lines(move["nodes"], move["target"], move["read"]))
+    if move["cluster"]:
+        lines.append(
+            "then, once every node moved: the cluster-wide objects of {} (network_operator, gpu_operator, "
+            "rdma_networks)".format(move["target"])
+        )
     lines.extend(f"note: {note}" for note in result["notes"])
     return "\n".join(lines) + "\n"

@@ -315,6 +315,9 @@ def role_checks(dgx_cluster, mixed_cluster, storage_plan) -> Dict[str, List[Dict
     ]:
         access = _role_vars(role, table, CRDS_BY_ROLE.get(role))
         rules = access if isinstance(access, list) else [r for part in access.values() for r in part]
+        if role == "plan":
+            # the upgrade's move of the device allocation, checked once a node is to move
+            rules = rules + _role_vars(role, "__plan_migration_access")
         prune = yaml.safe_load((REPO / "roles" / role / "vars" / "main.yml").read_text()).get(f"__{role}_prune")
         rules += _k8s_publish.prune_rules(prune or [])
         if role == "rdma_networks":

@@ -74,3 +74,19 @@ def test_no_slice_without_the_hardware_annotation(play, node):
     bare = {"metadata": {"name": "other", "annotations": {}}}
     assert play.resource_slices(bare, ["gpu.nvidia.com", "dra.net"]) == []
     assert play.resource_slices(node, []) == []
+
+
+def test_each_driver_follows_the_label_that_places_it_on_the_node(play, node):
+    """The device-allocation migration switches a node's labels; the played kubelet plugins follow them."""
+    import copy
+
+    both = ["dra.net", "gpu.nvidia.com"]
+    labelled = copy.deepcopy(node)
+    labels = labelled["metadata"].setdefault("labels", {})
+    labels["nvidia.com/gpu-operator.resource-allocation.mode"] = "device-plugin"
+    assert [s["spec"]["driver"] for s in play.resource_slices(labelled, both)] == ["dra.net"]
+    labels["gpufabric.io/device-allocation"] = "device_plugin"
+    assert play.resource_slices(labelled, both) == []
+    labels["nvidia.com/gpu-operator.resource-allocation.mode"] = "dra"
+    labels["gpufabric.io/device-allocation"] = "dra"
+    assert sorted(s["spec"]["driver"] for s in play.resource_slices(labelled, both)) == both
