@@ -46,7 +46,15 @@ SETTINGS = {
     "gpufabric_upgrade_gpu_probe": True,
     "gpufabric_upgrade_cluster": True,
     "gpufabric_upgrade_allocation_timeout": 600,
+    "gpufabric_upgrade_allocation_per_node": False,
 }
+
+# Why a move of the device allocation node by node needs the user's word (docs/upgrade.md, docs/facts.md
+# "GPU Operator: per-node allocation mode"): it relies on a GPU Operator that serves the ClusterPolicy's
+# device plugins and the GPUCluster's DRA driver side by side, each node choosing by a label. That
+# label was read from the operator's main branch; the release the collection pins (v26.7.0) serves
+# one of the two per cluster, and with it no node would ever show its DRA devices inside its window.
+PER_NODE = "gpufabric_upgrade_allocation_per_node"
 
 
 class UpgradeError(ValueError):
@@ -310,6 +318,15 @@ def _allocation(
     migration = _migration.plan(
         target, prefix, sorted(h for h in records if h in in_run), names, cluster_nodes, groups, resuming, rails
     )
+    if migration and not values.get(PER_NODE, False):
+        problems.append(
+            f"{_migration.VARIABLE}: {len(migration)} node(s) would move to {target} one node group at a time, which "
+            "needs a GPU Operator that serves the device plugins and the DRA driver side by side (the per-node label "
+            "nvidia.com/gpu-operator.resource-allocation.mode); the GPU Operator release the collection pins serves "
+            f"one of them per cluster. Set {PER_NODE}: true only with such an operator; otherwise the move is a "
+            "cluster-wide change in a maintenance window (docs/upgrade.md)"
+        )
+        return {}, groups
     return migration, groups
 
 

@@ -18,6 +18,7 @@ RULES = _skew.load(yaml.safe_load((REPO / "roles" / "plan" / "files" / "version_
 
 MODE = _migration.OPERATOR_LABEL
 OWN = "gpufabric.io/device-allocation"
+PER_NODE = _upgrade.PER_NODE
 
 
 def k8s_node(name, labels=None, gpus=None, annotations=None):
@@ -155,7 +156,7 @@ def test_the_upgrade_plan_moves_the_nodes_group_by_group_and_says_so():
     records.update({h: record(h, "B200") for h in ("gpu-a1", "gpu-b1")})
     cluster = [k8s_node(h) for h in records]
     cluster.append(k8s_node("gpu-b1-node-gone"))
-    values = {"gpufabric_k8s_device_allocation": "dra", "gpufabric_upgrade_serial": "1"}
+    values = {"gpufabric_k8s_device_allocation": "dra", "gpufabric_upgrade_serial": "1", PER_NODE: True}
     result = _upgrade.plan(values, records, cluster, {}, RULES)
     groups = {h: result["migration"]["nodes"][h]["node_group"] for h in records}
     assert len(set(groups.values())) == 2
@@ -180,7 +181,7 @@ def test_the_upgrade_plan_moves_the_nodes_group_by_group_and_says_so():
 def test_a_percentage_cuts_batches_inside_each_group():
     records = {f"h{i}": record(f"h{i}", "H200") for i in range(4)}
     records.update({f"b{i}": record(f"b{i}", "B200") for i in range(2)})
-    values = {"gpufabric_k8s_device_allocation": "dra", "gpufabric_upgrade_serial": "50%"}
+    values = {"gpufabric_k8s_device_allocation": "dra", "gpufabric_upgrade_serial": "50%", PER_NODE: True}
     result = _upgrade.plan(values, records, [k8s_node(h) for h in records], {}, RULES)
     # 50% of 6 nodes is 3 per batch; the B200 group's two nodes make a batch of their own.
     assert sorted(result["batches"]) == [["b0", "b1"], ["h0", "h1", "h2"], ["h3"]]
@@ -200,8 +201,23 @@ def test_a_rerun_after_a_failed_wait_confirms_the_node_and_then_applies_the_clus
     records = {h: record(h, "H200") for h in ("n1", "n2")}
     failed = {"rollout.gpufabric.io/failed": "upgrade: no ResourceSlice of gpu.nvidia.com for Node n2"}
     cluster = [k8s_node("n1", {MODE: "dra", OWN: "dra"}), k8s_node("n2", {MODE: "dra", OWN: "dra"}, annotations=failed)]
-    values = {"gpufabric_k8s_device_allocation": "dra"}
+    values = {"gpufabric_k8s_device_allocation": "dra", PER_NODE: True}
     result = _upgrade.plan(values, records, cluster, {}, RULES)
     assert result["pending"] == ["n2"] and list(result["migration"]["nodes"]) == ["n2"]
     assert result["migration"]["nodes"]["n2"]["switch"] is False and result["migration"]["cluster"] is True
     assert "n2 (Node n2): device allocation dra: confirm the node publishes its devices" in result["summary"]
+
+
+def test_a_move_is_refused_without_an_operator_that_serves_both_modes_per_node():
+    """The pinned GPU Operator serves the device plugins or the DRA driver per cluster: a move node group by
+    node group is refused before any change unless the user says the operator serves both per node."""
+    records = {h: record(h, "H200") for h in ("n1", "n2")}
+    values = {"gpufabric_k8s_device_allocation": "dra"}
+    with pytest.raises(_upgrade.UpgradeError) as refused:
+        _upgrade.plan(values, records, [k8s_node(h) for h in records], {}, RULES)
+    text = " ".join(refused.value.problems)
+    assert "gpufabric_k8s_device_allocation: 2 node(s) would move to dra" in text
+    assert f"Set {PER_NODE}: true only with such an operator" in text
+    # Nothing to move (every node already at the target): no refusal, with or without the setting.
+    moved = [k8s_node(h, {MODE: "dra", OWN: "dra"}) for h in records]
+    assert _upgrade.plan(values, records, moved, {}, RULES)["migration"]["nodes"] == {}
