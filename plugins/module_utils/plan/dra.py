@@ -187,6 +187,16 @@ def pairs(sets: Sequence[Mapping[str, Any]]) -> List[str]:
     return lines
 
 
+def delivered(sets: Sequence[Mapping[str, Any]]) -> List[Dict[str, Any]]:
+    """What a full-node claim puts in the Pod, per rail in rail order: the RDMA device and the network
+    interface dra.net moves into the Pod's network namespace. Both keep their host names: dranet keeps
+    an interface's name unless the claim's configuration sets ``interface.name`` (dranet
+    documentation, "Interface Configuration", https://dranet.dev/docs/user/interface-configuration),
+    and the templates set none; the kernel moves an RDMA device between namespaces under its name
+    (rdma-dev(8), ``rdma dev set DEV netns NSNAME``, https://www.kernel.org/doc/man-pages/online/pages/man8/rdma-dev.8.html)."""
+    return [{"rail": s["rail"], "rdma_device": s["nic"], "netdev": s["netdev"]} for s in sets]
+
+
 def plan(
     groups: Sequence[Mapping[str, Any]],
     topologies: Mapping[str, Mapping[str, Any]],
@@ -222,7 +232,9 @@ def plan(
             template = claim_template(name, namespace, sets, count, suffix, {group_label: name})
             templates.append(template)
             made.append({"name": template["metadata"]["name"], "sets": count})
-        out_groups.append({"name": name, "nodes": nodes, "templates": made, "pairs": pairs(sets)})
+        out_groups.append(
+            {"name": name, "nodes": nodes, "templates": made, "pairs": pairs(sets), "rails": delivered(sets)}
+        )
     if problems:
         raise DraPlanError("\n".join(problems))
     return {
