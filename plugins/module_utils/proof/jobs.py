@@ -306,7 +306,7 @@ def job_for_group(
         "completionMode": "Indexed",
         "successPolicy": {"rules": [{"succeededIndexes": "0"}]},
         "backoffLimit": 0,
-        "suspend": True,  # resumed once its owned Secret and Service exist
+        "suspend": True,  # resumed once its owned Secret, Service (and claim template) exist
         "activeDeadlineSeconds": int(options["timeout"]),
         "template": {
             "metadata": pod_meta,

@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 
 import pytest
+from conftest import lab_intent
 from test_dra_in_plan import cluster_plan
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import dra_nccl
@@ -70,8 +71,6 @@ def test_socket_ifname_is_read_as_nccl_reads_it(value, name, selected):
 
 @pytest.mark.parametrize("value", ["en", "^lo,docker"])
 def test_a_socket_ifname_that_takes_a_rail_is_refused_in_dra_mode_only(specs, value):
-    from conftest import lab_intent
-
     changed = {"gpufabric_rails": dict(lab_intent()["gpufabric_rails"], socket_ifname=value)}
     _values, plugins = cluster_plan(specs, changed)
     assert plugins["network"]["nccl"][GROUP]["NCCL_SOCKET_IFNAME"] == value, "device_plugin: Multus names them net1.."
