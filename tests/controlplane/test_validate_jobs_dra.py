@@ -168,7 +168,7 @@ def test_the_role_runs_the_dra_jobs_and_the_scheduler_allocates_the_planned_pair
     # templates in the NADs' namespace untouched.
     resource = client.ResourceV1Api(cluster.api())
     wait_until(
-        lambda: not [t for t in resource.list_namespaced_resource_claim_template(NS).items],
+        lambda: not resource.list_namespaced_resource_claim_template(NS).items,
         "the Jobs' claim templates deleted",
     )
     for kind in ("jobs", "services", "secrets"):
