@@ -189,11 +189,9 @@ def pairs(sets: Sequence[Mapping[str, Any]]) -> List[str]:
 
 def delivered(sets: Sequence[Mapping[str, Any]]) -> List[Dict[str, Any]]:
     """What a full-node claim puts in the Pod, per rail in rail order: the RDMA device and the network
-    interface dra.net moves into the Pod's network namespace. Both keep their host names: dranet keeps
-    an interface's name unless the claim's configuration sets ``interface.name`` (dranet
-    documentation, "Interface Configuration", https://dranet.dev/docs/user/interface-configuration),
-    and the templates set none; the kernel moves an RDMA device between namespaces under its name
-    (rdma-dev(8), ``rdma dev set DEV netns NSNAME``, https://www.kernel.org/doc/man-pages/online/pages/man8/rdma-dev.8.html)."""
+    interface dra.net moves into the Pod's network namespace. Both keep their host names, since the
+    templates set no ``interface.name`` (docs/facts.md, "DRA drivers: names and device attributes",
+    what a Pod gets from dranet)."""
     return [{"rail": s["rail"], "rdma_device": s["nic"], "netdev": s["netdev"]} for s in sets]
 
 

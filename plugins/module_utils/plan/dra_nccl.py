@@ -7,16 +7,13 @@ their host names).
 - ``NCCL_IB_HCA`` must name exactly the RDMA devices of the group's rail NICs, the NICs the claim
   templates select: a name no claim can deliver is never found in the Pod, and a rail NIC the list
   leaves out is claimed (and taken from every other Pod) but never used. A claim of fewer sets
-  delivers some of them; NCCL takes the listed devices it finds (NVIDIA/nccl docs, env.rst,
-  ``NCCL_IB_HCA``: a filter on the devices NCCL detects,
-  https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-ib-hca).
+  delivers some of them; NCCL uses the listed devices it finds (docs/facts.md, "NCCL environment").
 - ``NCCL_SOCKET_IFNAME`` must select none of the rail interfaces. With the device plugins Multus
-  names the rails ``net1``.. in the Pod; dra.net moves them in under their host names (dranet
-  documentation, "Interface Configuration", https://dranet.dev/docs/user/interface-configuration:
-  the original name is kept unless the claim sets ``interface.name``), so a prefix such as ``en`` or
-  an exclusion list such as ``^lo,docker`` that was harmless there would put NCCL's bootstrap and
-  socket traffic on a rail. Prefixes, ``=`` (exact names) and ``^`` (exclude) as NCCL reads them
-  (env.rst, ``NCCL_SOCKET_IFNAME``).
+  names the rails ``net1``.. in the Pod; dra.net moves them in under their host names (docs/facts.md,
+  "DRA drivers: names and device attributes", what a Pod gets from dranet), so a prefix such as
+  ``en`` or an exclusion list such as ``^lo,docker`` that was harmless there would put NCCL's
+  bootstrap and socket traffic on a rail. Prefixes, ``=`` (exact names) and ``^`` (exclude, first)
+  as NCCL reads them (docs/facts.md, "NCCL environment").
 
 Pure and typed, no Ansible imports.
 """

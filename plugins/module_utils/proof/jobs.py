@@ -17,10 +17,8 @@ One Job per node group of ``gpufabric_plan.network`` with at least two of its no
 * in ``dra`` mode (``gpufabric_k8s_device_allocation: dra``, the plan's ``dra`` section), instead of
   the GPU and rail resources and the NAD annotation: one resource claim per Pod from the node
   group's full-node ResourceClaimTemplate (plan/dra.py: every GPU with a rail NIC of its PCIe
-  root), copied into the Job's namespace under the Job's name and owned by the Job (a Pod can name a
-  template of its own namespace only: Kubernetes API reference, PodResourceClaim,
-  ``resourceClaimTemplateName``,
-  https://kubernetes.io/docs/reference/kubernetes-api/workload-resources/pod-v1/).
+  root), copied into the Job's namespace under the Job's name and owned by the Job (a Pod names a
+  template of its own namespace only: docs/facts.md, "DRA drivers: names and device attributes").
   dra.net moves each rail NIC's interface and RDMA device into the Pod under their host names
   (plan/dra.py ``delivered``), so the GID-index step reads the first rail's interface by that name;
 * a Secret with the SSH key pair of this run (made by ``ssh_keypair``) and, for NCCL before 2.21,
