@@ -46,7 +46,10 @@ def rdma_ring(args: Dict[str, Any], host: str) -> Dict[str, Any]:
 def nccl_jobs(args: Dict[str, Any]) -> Dict[str, Any]:
     """The NCCL Jobs of this run: one per node group with two or more of the run's nodes."""
     planned = _jobs.job_set(
-        plain(args.get("network") or {}), plain(args.get("hosts") or {}), plain(args.get("options") or {})
+        plain(args.get("network") or {}),
+        plain(args.get("hosts") or {}),
+        plain(args.get("options") or {}),
+        plain(args.get("dra")) or None,
     )
     return {"jobs": planned["jobs"], "not_run": planned["skipped"]}
 
@@ -66,6 +69,7 @@ class ActionModule(ActionBase):
             "size",
             "duration",
             "network",
+            "dra",
             "hosts",
             "options",
         )

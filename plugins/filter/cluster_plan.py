@@ -27,10 +27,10 @@ def _publish_errors():
     return (PublishError,)
 
 
-def cluster_report(plan):
+def cluster_report(plan, dra=None):
     from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import cluster_report as _cluster_report
 
-    return _cluster_report.report_text(plan)
+    return _cluster_report.report_text(plan, dra or None)
 
 
 @filter_errors(_plan_errors)

@@ -92,7 +92,8 @@ def validate_nccl_secret(job, keypair):
 
 
 def validate_nccl_owned(obj, applied_job, check_mode=False):
-    """The Job's Secret or Service owned by ``applied_job``, the Job as the API server returned it."""
+    """The Job's Secret, Service or claim template owned by ``applied_job``, the Job as the API server
+    returned it."""
     from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import jobs as _validate_jobs
 
     try:
@@ -108,7 +109,8 @@ def validate_nccl_resume(job):
 
 
 def validate_nccl_cleanup(jobs):
-    """What the NCCL Jobs leave in the cluster, to delete: each Job, its Service and its Secret."""
+    """What the NCCL Jobs leave in the cluster, to delete: each Job, its Service, its Secret and (dra
+    mode) its claim template."""
     out = []
     for job in _plain(jobs or []):
         for obj in job["objects"]:

@@ -14,8 +14,8 @@ description:
   - With O(part=rdma_ring), this node's perftest runs in a ring over O(nodes). Node i's rail r NIC sends
     to node i+1's rail r NIC; with two nodes, both directions. Ports are O(base_port) + 2 x rail, plus 1
     for GPU memory.
-  - With O(part=nccl_jobs), the NCCL Jobs of the run from the cluster plan's O(network), one Job per
-    node group with two or more of the run's nodes (O(hosts)).
+  - With O(part=nccl_jobs), the NCCL Jobs of the run from the cluster plan's O(network) (and O(dra) in
+    dra mode), one Job per node group with two or more of the run's nodes (O(hosts)).
   - With O(part=ssh_keypair), a new Ed25519 key pair for the NCCL Pods of this run. Run it with
     C(no_log), since the result holds the private key.
 options:
@@ -55,6 +55,13 @@ options:
     default: 5
   network:
     description: For O(part=nccl_jobs), the cluster plan's C(gpufabric_plan.network).
+    type: dict
+  dra:
+    description:
+      - For O(part=nccl_jobs), the cluster plan's C(gpufabric_plan.dra) (C(gpufabric_k8s_device_allocation=dra));
+        unset or null with the device plugins.
+      - With it, each Job's Pods claim their node group's full-node ResourceClaimTemplate, copied into the Jobs'
+        namespace, instead of asking for the GPU and rail resources and attaching the rails' NADs.
     type: dict
   hosts:
     description: For O(part=nccl_jobs), the run's nodes, each Kubernetes Node name mapped to its inventory name.

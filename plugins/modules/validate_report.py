@@ -235,6 +235,13 @@ options:
     description: The text report's first line (default C(Validation report:) and the title).
     type: str
     default: ""
+  dra:
+    description:
+      - The cluster plan's C(gpufabric_plan.dra) (C(gpufabric_k8s_device_allocation=dra)); null with the device
+        plugins.
+      - With it, the text and HTML reports list, after the summary, each node group's claim templates and the
+        GPU -> NIC pairs a claim gets.
+    type: dict
   text_path:
     description: Where to write the text summary.
     type: path
@@ -351,6 +358,7 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import g
 from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import gpuprobe as _gpuprobe
 from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import nccltests as _nccltests
 from ansible_collections.gpufabric.rollout.plugins.module_utils.parsers import perftest as _perftest
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import dra as _plan_dra
 from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import gate_figures as _gate_figures
 from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import gates as _gates
 from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import hardware_checks as _hardware_checks
@@ -644,6 +652,7 @@ ARGUMENT_SPEC = {
     "gates": {"type": "dict", "default": {}},
     "title": {"type": "str", "default": "gpufabric.rollout validation"},
     "heading": {"type": "str", "default": ""},
+    "dra": {"type": "dict"},
     "text_path": {"type": "path"},
     "html_path": {"type": "path"},
     "junit_path": {"type": "path"},
@@ -694,6 +703,8 @@ def main():
         "generated": _validate_reuse.when(now),
         "measurement": measurement_note(params["measurement"]),
         "prediction": params["prediction"],
+        # dra mode: the claim templates and GPU -> NIC pairs per node group (plan/dra.py)
+        "allocation": _plan_dra.summary_lines(params["dra"]) if params["dra"] else [],
     }
     text, changed = write_reports(module, checks, series, meta, missing)
     record_written = write_record(module, checks, now)

@@ -19,6 +19,7 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.check imp
 from ansible_collections.gpufabric.rollout.plugins.module_utils.intent.cluster import ClusterPlanError
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import dra as _plan_dra
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import dra_mixes as _dra_mixes
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import dra_nccl as _plan_dra_nccl
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import dranet as _plan_dranet
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import gpu_operator as _plan_gpu_operator
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import networks as _cluster_plan
@@ -192,6 +193,10 @@ def _dra(
         )
     except _plan_dra.DraPlanError as exc:
         raise PlanError(str(exc).split("\n")) from None
+    # The NCCL ConfigMaps must fit what a claim puts in the Pod (plan/dra_nccl.py).
+    mismatched = _plan_dra_nccl.problems(section, network["nccl"])
+    if mismatched:
+        raise PlanError(mismatched)
     section["objects"] = _k8s_publish.own(section["objects"], "rdma_networks", instance)
     return section
 

@@ -12,7 +12,6 @@ import tempfile
 from typing import Any, Dict, List, Mapping, Optional
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.discover import rails as _topology_rails
-from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import dra as _plan_dra
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import dranet as _plan_dranet
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import gpu_operator as _plan_gpu_operator
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import storage_csi as _plan_storage_csi
@@ -129,12 +128,12 @@ def summary_text(result: Mapping[str, Any]) -> str:
     for host, node in result["nodes"].items():
         origin = "" if node.get("source") == "this run" else f" [stored {node.get('stored_at')}]"
         lines.append(f"  {host}: {node.get('summary')}{origin}")
-    lines.append(_cluster_report.report_text(result["network"]).rstrip("\n"))
+    # with dra, the rail rows name the claim and the section ends with the GPU -> NIC pairs
+    lines.append(_cluster_report.report_text(result["network"], result.get("dra")).rstrip("\n"))
     lines.extend(_plan_gpu_operator.summary_lines(result.get("gpu_operator")))
     counts = ", ".join(f"{part} {len(objs)}" for part, objs in result["network"]["objects"].items())
     lines.append(f"objects: {counts}")
-    if result.get("dra"):  # with the device plugins the summary stays as it was
-        lines.extend(_plan_dra.summary_lines(result["dra"]))
+    if result.get("dra"):  # with the device plugins the summary stays as it was; the pairs are in the report text
         lines.extend(_plan_dranet.summary_lines((result.get("network_operator") or {}).get("dranet")))
     lines.extend(_plan_storage_csi.summary_lines(result.get("storage")))
     lines.extend(f"chart {c['chart']}: {c['source']}, {c['provenance']}" for c in result.get("charts") or [])

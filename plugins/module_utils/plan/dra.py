@@ -187,6 +187,14 @@ def pairs(sets: Sequence[Mapping[str, Any]]) -> List[str]:
     return lines
 
 
+def delivered(sets: Sequence[Mapping[str, Any]]) -> List[Dict[str, Any]]:
+    """What a full-node claim puts in the Pod, per rail in rail order: the RDMA device and the network
+    interface dra.net moves into the Pod's network namespace. Both keep their host names, since the
+    templates set no ``interface.name`` (docs/facts.md, "DRA drivers: names and device attributes",
+    what a Pod gets from dranet)."""
+    return [{"rail": s["rail"], "rdma_device": s["nic"], "netdev": s["netdev"]} for s in sets]
+
+
 def plan(
     groups: Sequence[Mapping[str, Any]],
     topologies: Mapping[str, Mapping[str, Any]],
@@ -222,7 +230,9 @@ def plan(
             template = claim_template(name, namespace, sets, count, suffix, {group_label: name})
             templates.append(template)
             made.append({"name": template["metadata"]["name"], "sets": count})
-        out_groups.append({"name": name, "nodes": nodes, "templates": made, "pairs": pairs(sets)})
+        out_groups.append(
+            {"name": name, "nodes": nodes, "templates": made, "pairs": pairs(sets), "rails": delivered(sets)}
+        )
     if problems:
         raise DraPlanError("\n".join(problems))
     return {

@@ -138,10 +138,17 @@ HELM_ROLES = {"dranet": "network_operator"}
 # NCCL across the nodes in Pods (validate): one Job per node group with its headless Service and the
 # Secret of the run's SSH key pair, applied, read (where the Pods ran, the launcher Pod's log) and
 # deleted, in validate_namespace only: a namespace of their own, apart from the NADs' (the Pods
-# attach the NADs across namespaces and carry the NCCL environment inline, proof/jobs.py).
+# attach the NADs across namespaces and carry the NCCL environment inline, proof/jobs.py). With
+# gpufabric_k8s_device_allocation: dra, each Job's copy of its node group's full-node
+# ResourceClaimTemplate there too (a Pod names a template of its own namespace only), owned by the Job.
 VALIDATE_RULES: Tuple[Dict[str, Any], ...] = (
     {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "create", "patch", "delete"]},
     {"apiGroups": [""], "resources": ["services", "secrets"], "verbs": ["get", "create", "patch", "delete"]},
+    {
+        "apiGroups": ["resource.k8s.io"],
+        "resources": ["resourceclaimtemplates"],
+        "verbs": ["get", "create", "patch", "delete"],
+    },
     {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
     {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]},
 )

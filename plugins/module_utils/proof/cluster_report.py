@@ -2,6 +2,11 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The cluster section of the rollout report, from a cluster plan.
 
+With ``gpufabric_k8s_device_allocation: dra`` (the plan's dra section given) the rail rows say that
+a claim attaches the rail NIC, and name none of the shared-device resources, IP pools or NADs, which
+dra mode does not plan (plan/dra.py ``without_rail_attachments``); the section ends with each node
+group's claim templates and the GPU -> NIC pairs a claim gets (plan/dra.py ``summary_lines``).
+
 Pure and typed, no AnsibleModule.
 """
 
@@ -9,11 +14,17 @@ Pure and typed, no AnsibleModule.
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Dict, Mapping, Optional
+
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import dra as _plan_dra
+
+# What attaches a rail NIC to a Pod in dra mode, in the rail rows.
+DRA_ATTACHMENT = "claim (%s)" % _plan_dra.NIC_DRIVER
 
 
-def report_text(plan: Dict[str, Any]) -> str:
-    """Human-readable section for gpufabric_report_sections['cluster']."""
+def report_text(plan: Dict[str, Any], dra: Optional[Mapping[str, Any]] = None) -> str:
+    """Human-readable section for gpufabric_report_sections['cluster']; ``dra``: the plan's dra
+    section (None with the device plugins)."""
     lines = ["node groups:"]
     for g in plan["node_groups"]:
         lines.append(
@@ -28,6 +39,10 @@ def report_text(plan: Dict[str, Any]) -> str:
             )
         )
     lines.append("rails:")
+    if dra:
+        lines.extend(_dra_rails(plan))
+        lines.extend(_plan_dra.summary_lines(dra))
+        return "\n".join(lines) + "\n"
     lines.append(
         "  %-8s %-18s %-15s %-24s %-10s %-34s %s"
         % ("rail", "subnet", "gateway", "resource", "pool", "NADs", "capacity")
@@ -51,3 +66,25 @@ def report_text(plan: Dict[str, Any]) -> str:
             )
         )
     return "\n".join(lines) + "\n"
+
+
+def _dra_rails(plan: Dict[str, Any]) -> list:
+    """The rail rows of dra mode: the address plan, and the claim that attaches the NIC."""
+    lines = ["  %-8s %-18s %-15s %-24s %s" % ("rail", "subnet", "gateway", "attached by", "addresses")]
+    for r in plan["rails"]:
+        cap = r["capacity"]
+        lines.append(
+            "  %-8s %-18s %-15s %-24s %d/%d for %d nodes, mtu %d%s"
+            % (
+                r["name"],
+                r["subnet"],
+                r["gateway"] or "-",
+                DRA_ATTACHMENT,
+                cap["needed"],
+                cap["usable"],
+                r["nodes"],
+                r["mtu"],
+                "" if r["vlan"] is None else ", vlan %d" % r["vlan"],
+            )
+        )
+    return lines

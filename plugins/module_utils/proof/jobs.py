@@ -14,6 +14,13 @@ One Job per node group of ``gpufabric_plan.network`` with at least two of its no
   which runs ``all_reduce_perf`` with one rank per GPU; the other Pods only serve SSH.
   ``successPolicy`` ends the Job when Pod 0 succeeds;
 * a headless Service that gives the Pods their DNS names;
+* in ``dra`` mode (``gpufabric_k8s_device_allocation: dra``, the plan's ``dra`` section), instead of
+  the GPU and rail resources and the NAD annotation: one resource claim per Pod from the node
+  group's full-node ResourceClaimTemplate (plan/dra.py: every GPU with a rail NIC of its PCIe
+  root), copied into the Job's namespace under the Job's name and owned by the Job (a Pod names a
+  template of its own namespace only: docs/facts.md, "DRA drivers: names and device attributes").
+  dra.net moves each rail NIC's interface and RDMA device into the Pod under their host names
+  (plan/dra.py ``delivered``), so the GID-index step reads the first rail's interface by that name;
 * a Secret with the SSH key pair of this run (made by ``ssh_keypair``) and, for NCCL before 2.21,
   the GID-index script (the plan's ``nccl-gid-index`` ConfigMap's script, mounted where the NCCL
   environment's ``GPUFABRIC_NCCL_GID_SCRIPT`` names it).
@@ -39,6 +46,7 @@ where its Pods ran) into report checks. Pure; no Ansible imports (``cryptography
 from __future__ import annotations
 
 import base64
+import copy
 import re
 import shlex
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -49,6 +57,8 @@ JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 NAME_PREFIX = "gpufabric-nccl-"
+CLAIM = "sets"  # the Pod's one resource claim in dra mode: every rail set of its node
+MULTUS_FIRST_RAIL = "net1"  # Multus names the first attachment net1 (device_plugin mode)
 SSH_DIR = "/etc/gpufabric-ssh"
 GID_DIR = "/opt/gpufabric"
 GID_SCRIPT_KEY = "find-gid-index.sh"
@@ -87,7 +97,13 @@ def test_args(options: Mapping[str, Any]) -> List[str]:
 
 
 def launcher_script(
-    name: str, nodes: int, gpus: int, env_keys: Sequence[str], options: Mapping[str, Any], gid_script: bool
+    name: str,
+    nodes: int,
+    gpus: int,
+    env_keys: Sequence[str],
+    options: Mapping[str, Any],
+    gid_script: bool,
+    first_rail: str = MULTUS_FIRST_RAIL,
 ) -> str:
     """The Pods' command: SSH server everywhere; on Pod 0, wait for every Pod, then mpirun."""
     port = int(options["ssh_port"])
@@ -106,7 +122,7 @@ def launcher_script(
     if gid_script:
         # NCCL before 2.21 needs the RoCE v2 GID index; each Pod finds its own on its first rail
         # interface and NCCL reads it from /etc/nccl.conf.
-        lines.append(f"sh {GID_DIR}/{GID_SCRIPT_KEY} net1 /etc/nccl.conf >/dev/null")
+        lines.append(f"sh {GID_DIR}/{GID_SCRIPT_KEY} {shlex.quote(first_rail)} /etc/nccl.conf >/dev/null")
     lines += [
         'if [ "${JOB_COMPLETION_INDEX}" != 0 ]; then exec sleep infinity; fi',
         'hosts=""',
@@ -199,6 +215,37 @@ def _placement(name: str, nodes: Sequence[str]) -> Dict[str, Any]:
     }
 
 
+def claim_template(
+    dra: Mapping[str, Any], group_name: str, name: str, namespace: str, labels: Mapping[str, str]
+) -> Tuple[Dict[str, Any], List[Mapping[str, Any]]]:
+    """The node group's full-node ResourceClaimTemplate of the plan's dra section, copied into the
+    Job's namespace as ``name``, and what its claim delivers per rail (plan/dra.py ``delivered``)."""
+    group = next((g for g in dra.get("groups") or [] if g.get("name") == group_name), None)
+    if not group or not group.get("templates"):
+        raise JobPlanError(f"gpufabric_k8s_device_allocation: dra, but node group {group_name!r} has no claim template")
+    full = max(group["templates"], key=lambda t: int(t["sets"]))
+    planned = next(
+        (
+            o
+            for o in dra.get("objects") or []
+            if o.get("kind") == "ResourceClaimTemplate" and (o.get("metadata") or {}).get("name") == full["name"]
+        ),
+        None,
+    )
+    if planned is None:
+        raise JobPlanError(f"node group {group_name!r}: claim template {full['name']} is not in the cluster plan")
+    rails = list(group.get("rails") or [])
+    if not rails:
+        raise JobPlanError(f"node group {group_name!r}: the cluster plan's dra section names no rail NIC")
+    template = {
+        "apiVersion": planned["apiVersion"],
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
+        "spec": copy.deepcopy(planned["spec"]),
+    }
+    return template, rails
+
+
 def _service(name: str, namespace: str, labels: Mapping[str, str], options: Mapping[str, Any]) -> Dict[str, Any]:
     """The headless Service that gives each Pod of the Job its DNS name (the launcher's SSH targets)."""
     return {
@@ -220,35 +267,52 @@ def job_for_group(
     nodes: Sequence[str],
     options: Mapping[str, Any],
     hosts: Optional[Mapping[str, str]] = None,
+    dra: Optional[Mapping[str, Any]] = None,
 ) -> Dict[str, Any]:
     """The Job, its Service and the name of its Secret for one node group on ``nodes`` (Node names;
-    ``hosts`` maps them to inventory names), in ``options["namespace"]``; the Pods attach the NADs of
-    the NADs' namespace."""
+    ``hosts`` maps them to inventory names), in ``options["namespace"]``. With the device plugins the
+    Pods attach the NADs of the NADs' namespace and ask for the GPUs and rail resources; with ``dra``
+    (the plan's dra section) they claim the group's full-node template, copied next to the Job."""
     namespace, rails, env, gpus, gid = _group_inputs(network, group_name, options)
     config = network.get("config") or {}
     nad_namespace = config.get("nad_namespace") or "default"
     name = job_name(group_name)
-    networks = ",".join(f"{nad_namespace}/{(r.get('nad_by_group') or {}).get(group_name, r['name'])}" for r in rails)
-    limits = {GPU_RESOURCE: str(gpus)}
-    limits.update({r["resource"]: "1" for r in rails})
     label_prefix = config.get("label_prefix") or "gpufabric.io"
     labels = dict(LABELS, **{f"{label_prefix}/node-group": group_name})
     mounts, volumes = _pod_storage(name, gid)
-    script = launcher_script(name, len(nodes), gpus, list(env), options, gid is not None)
+    pod_meta: Dict[str, Any] = {"labels": labels}
+    pod_claims: Dict[str, Any] = {}
+    if dra:
+        template, delivered = claim_template(dra, group_name, name, namespace, labels)
+        first_rail = str(delivered[0]["netdev"])
+        resources: Dict[str, Any] = {"claims": [{"name": CLAIM}]}
+        pod_claims["resourceClaims"] = [{"name": CLAIM, "resourceClaimTemplateName": name}]
+    else:
+        template, first_rail = None, MULTUS_FIRST_RAIL
+        pod_meta["annotations"] = {
+            NETWORKS_ANNOTATION: ",".join(
+                f"{nad_namespace}/{(r.get('nad_by_group') or {}).get(group_name, r['name'])}" for r in rails
+            )
+        }
+        limits = {GPU_RESOURCE: str(gpus)}
+        limits.update({r["resource"]: "1" for r in rails})
+        resources = {"limits": dict(limits), "requests": dict(limits)}
+    script = launcher_script(name, len(nodes), gpus, list(env), options, gid is not None, first_rail)
     spec: Dict[str, Any] = {
         "completions": len(nodes),
         "parallelism": len(nodes),
         "completionMode": "Indexed",
         "successPolicy": {"rules": [{"succeededIndexes": "0"}]},
         "backoffLimit": 0,
-        "suspend": True,  # resumed once its owned Secret and Service exist
+        "suspend": True,  # resumed once its owned Secret, Service (and claim template) exist
         "activeDeadlineSeconds": int(options["timeout"]),
         "template": {
-            "metadata": {"labels": labels, "annotations": {NETWORKS_ANNOTATION: networks}},
+            "metadata": pod_meta,
             "spec": {
                 "restartPolicy": "Never",
                 "subdomain": name,
                 "affinity": _placement(name, nodes),
+                **pod_claims,
                 "containers": [
                     {
                         "name": "nccl-tests",
@@ -256,7 +320,7 @@ def job_for_group(
                         "command": ["/bin/bash", "-c", script],
                         "env": [{"name": k, "value": v} for k, v in sorted(env.items())],
                         "ports": [{"name": "ssh", "containerPort": int(options["ssh_port"])}],
-                        "resources": {"limits": dict(limits), "requests": dict(limits)},
+                        "resources": resources,
                         "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}},
                         "volumeMounts": mounts,
                     }
@@ -282,16 +346,22 @@ def job_for_group(
         "gpus": gpus,
         "env": env,
         "args": test_args(options),
-        "objects": [_service(name, namespace, labels, options), job],
+        # the claim template last: the role applies it, owned by the Job, before it resumes the Job
+        "objects": [_service(name, namespace, labels, options), job] + ([template] if template else []),
         "secret": name + "-ssh",
         "gid_script": gid,
     }
 
 
-def job_set(network: Mapping[str, Any], hosts: Mapping[str, str], options: Mapping[str, Any]) -> Dict[str, List[Any]]:
+def job_set(
+    network: Mapping[str, Any],
+    hosts: Mapping[str, str],
+    options: Mapping[str, Any],
+    dra: Optional[Mapping[str, Any]] = None,
+) -> Dict[str, List[Any]]:
     """``{"jobs": [...], "skipped": [reason, ...]}`` for the nodes of this run (``hosts``: Node name ->
     inventory name): one Job per node group with two or more of them (an all-reduce across nodes
-    needs two)."""
+    needs two). ``dra``: the plan's dra section, None with the device plugins."""
     for key in ("min_bytes", "max_bytes"):
         if not _SIZE.match(str(options.get(key))):
             raise JobPlanError(f"{key}: {options.get(key)!r} is not a size like 1M or 8G")
@@ -306,7 +376,7 @@ def job_set(network: Mapping[str, Any], hosts: Mapping[str, str], options: Mappi
                 "NCCL across nodes needs two or more"
             )
             continue
-        jobs.append(job_for_group(network, group["name"], sorted(members), options, hosts))
+        jobs.append(job_for_group(network, group["name"], sorted(members), options, hosts, dra))
     return {"jobs": jobs, "skipped": skipped}
 
 
@@ -330,7 +400,7 @@ def secret(job: Mapping[str, Any], private_key: str, public_key: str) -> Dict[st
 
 
 def owned_by(obj: Mapping[str, Any], job: Mapping[str, Any], check_mode: bool = False) -> Dict[str, Any]:
-    """``obj`` (the Job's Secret or Service) with an ownerReference to ``job``, the Job as the API
+    """``obj`` (the Job's Secret, Service or claim template) with an ownerReference to ``job``, the Job as the API
     server returned it (it carries the UID). ``blockOwnerDeletion`` is left unset: setting it needs
     update on ``jobs/finalizers``, and nothing waits on the dependents. In check mode a Job that was
     only dry-run applied may have no UID; the object is then returned without the reference."""

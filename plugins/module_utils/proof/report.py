@@ -20,6 +20,8 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import ver
 CATEGORIES = _verdict.CATEGORIES
 # The line between the summary (what the console and `make lab` show) and the per-check lines.
 DETAILS_MARK = "== Details by layer"
+# dra mode (meta["allocation"], plan/dra.py summary_lines): the claim templates and GPU -> NIC pairs.
+ALLOCATION_TITLE = "Device allocation (gpufabric_k8s_device_allocation: dra)"
 
 
 def summary_table(table: Sequence[Mapping[str, Any]]) -> List[str]:
@@ -33,8 +35,9 @@ def summary_table(table: Sequence[Mapping[str, Any]]) -> List[str]:
 
 
 def render_text(checks: List[Dict[str, Any]], meta: Dict[str, Any], missing: Sequence[Mapping[str, Any]] = ()) -> str:
-    """The text report: the verdict, the summary by layer and node, every failure, every gate not
-    run, then (after ``DETAILS_MARK``) every check by layer and node."""
+    """The text report: the verdict, the summary by layer and node, in dra mode the GPU -> NIC pairs
+    a claim gets per node group (``meta["allocation"]``), every failure, every gate not run, then
+    (after ``DETAILS_MARK``) every check by layer and node."""
     missing = list(missing)
     s = _gates.summary(checks)
     prediction = bool(meta.get("prediction"))
@@ -49,6 +52,8 @@ def render_text(checks: List[Dict[str, Any]], meta: Dict[str, Any], missing: Seq
         lines.append(meta["measurement"])
     lines += [_verdict.verdict(checks, missing, prediction)["text"], "", "Summary by layer and node:"]
     lines += summary_table(_verdict.rows(checks, missing))
+    if meta.get("allocation"):  # dra mode: what a claim gives each GPU, per node group
+        lines += ["", ALLOCATION_TITLE + ":"] + ["  " + line for line in meta["allocation"]]
     failed = [c for c in checks if not c["passed"]]
     if failed:
         lines += ["", f"Failing checks ({len(failed)}):"] + ["  " + _gates.describe(c) for c in failed]

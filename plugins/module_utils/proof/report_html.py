@@ -18,6 +18,7 @@ from typing import Any, Dict, List, Mapping, Sequence
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import gates as _gates
 from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import plots as _plots
+from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import report as _validate_report
 from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import verdict as _verdict
 
 _CSS = """
@@ -187,7 +188,8 @@ def render_html(
     checks: List[Dict[str, Any]], figures: List[Dict[str, Any]], meta: Dict[str, Any], missing: Sequence[Mapping] = ()
 ) -> str:
     """The report. ``meta``: ``title``, ``generated``, ``measurement`` (where the figures come
-    from) and ``prediction`` (a check-mode run: marked as such at the top)."""
+    from), ``prediction`` (a check-mode run: marked as such at the top) and ``allocation`` (dra
+    mode: the claim templates and GPU -> NIC pairs per node group)."""
     esc = html.escape
     title = esc(str(meta.get("title", "Validation report")))
     missing = list(missing)
@@ -209,6 +211,9 @@ def render_html(
     parts.append("</section><section>")
     parts += _problems(checks, missing)
     parts.append("</section></div>")
+    if meta.get("allocation"):  # dra mode: the claim templates and GPU -> NIC pairs per node group
+        parts.append(f'<section id="device-allocation"><h2>{esc(_validate_report.ALLOCATION_TITLE)}</h2>')
+        parts.append("<pre>" + esc("\n".join(meta["allocation"])) + "</pre></section>")
     key = [f for f in figures if f.get("key")]
     more = [f for f in figures if not f.get("key")]
     if key or missing:

@@ -240,21 +240,28 @@ def _role_vars(role: str, table: str, extra: Optional[Dict[str, Any]] = None) ->
     return render(raw)
 
 
-def _validate_checks(plan: Dict[str, Any]) -> List[Dict[str, str]]:
-    """validate's NCCL Jobs, as its access check asks: applying the Job set of the plan's node group,
-    its own table (cleanup, logs) in the Jobs' namespace (validate_namespace), and creating that
-    namespace (cluster-wide)."""
+def _validate_checks(plan: Dict[str, Any], topologies: Dict[str, Any]) -> List[Dict[str, str]]:
+    """validate's NCCL Jobs, as its access check asks: applying the Job set of the plan's node group
+    (with the device plugins, and in dra mode with its copy of the group's claim template), its own
+    table (cleanup, logs; claim_cleanup in dra mode) in the Jobs' namespace (validate_namespace), and
+    creating that namespace (cluster-wide)."""
     nodes = {n: n for g in plan["node_groups"] for n in g["nodes"]}
     defaults = yaml.safe_load((REPO / "roles" / "validate" / "defaults" / "main.yml").read_text())
     options = {"image": "i", "binary": "/b", "min_bytes": "1M", "max_bytes": "8G", "iters": 20, "timeout": 900}
     options.update(ssh_port=2222, keep_jobs=False, namespace=defaults["validate_namespace"])
-    jobs = _validate_jobs.job_set(plan, nodes, options)["jobs"]
-    assert jobs, "the DGX plan gives a Job"
+    groups = [{"name": g["name"], "nodes": g["nodes"]} for g in plan["node_groups"]]
+    dra = _dra.plan(groups, topologies, plan["config"]["nad_namespace"], "gpufabric.io/node-group")
+    jobs = (
+        _validate_jobs.job_set(plan, nodes, options)["jobs"] + _validate_jobs.job_set(plan, nodes, options, dra)["jobs"]
+    )
+    assert len(jobs) == 2, "the DGX plan gives a Job in each mode"
     assert {j["namespace"] for j in jobs} == {"gpufabric-validation"} != {plan["config"]["nad_namespace"]}
     objects = [o for job in jobs for o in job["objects"]] + [_validate_jobs.secret(j, "", "") for j in jobs]
+    assert "ResourceClaimTemplate" in {o["kind"] for o in objects}
     access = _role_vars("validate", "__validate_access")
-    namespaced = [dict(rule, namespace=jobs[0]["namespace"]) for rule in access["cleanup"] + access["logs"]]
-    assert set(access) == {"cleanup", "logs", "namespace"}
+    tables = access["cleanup"] + access["logs"] + access["claim_cleanup"]
+    namespaced = [dict(rule, namespace=jobs[0]["namespace"]) for rule in tables]
+    assert set(access) == {"cleanup", "logs", "claim_cleanup", "namespace"}
     return _k8s_access.expand(_k8s_access.apply_rules(objects) + namespaced + access["namespace"])
 
 
@@ -303,7 +310,7 @@ def role_checks(dgx_cluster, mixed_cluster, storage_plan) -> Dict[str, List[Dict
         ]
     ]
     out: Dict[str, List[Dict[str, Any]]] = {}
-    out["validate"] = _validate_checks(plans[1])
+    out["validate"] = _validate_checks(plans[1], dgx_cluster)
     for role, table in [
         ("network_operator", "__network_operator_access"),
         ("rdma_networks", "__rdma_networks_access"),
