@@ -4,6 +4,11 @@
 #   2. site.yml again: must change nothing (changed=0 on every host) and reuse the first run's
 #      measurement (validate_reuse_hours), saying so;
 #   3. site.yml --check on the converged lab: must report nothing to change;
+#   3b. the device allocation changed to DRA (lab/dra.yml), as a maintenance window does it with the
+#      GPU Operator release the collection pins: site.yml converges in dra mode (the GPUCluster
+#      instead of the ClusterPolicy, dranet, the DeviceClasses and claim templates, the NCCL Jobs
+#      on claims), a second run changes nothing and reuses its measurement, and --check reports
+#      nothing to change; steps 4 and 5 then run in dra mode;
 #   4. bad intent (lab/bad_intent.py: typos and wrong values of each group of variables): each
 #      site.yml run must fail in the plan, no host changed, no file written on the nodes, no object
 #      the collection owns written to the API server;
@@ -12,7 +17,7 @@
 #      hardware changed) and fail, naming the node, the NIC and the figure, and the miscabled NIC
 #      with the found and the expected switch port, while the first node's cabling passes (the
 #      healthy runs above passed every gate, the cabling by LLDP included);
-# then the lab is removed. LAB_CHECK_STEPS=runs stops after step 3 (steps 4 and 5 prove the plan's
+# then the lab is removed. LAB_CHECK_STEPS=runs stops after step 3b (steps 4 and 5 prove the plan's
 # refusals and the gates, which the unit tests prove on every core of the support matrix).
 # LAB_LATER_CONNECTION=mitogen runs steps 3 to 5 over that transport.
 # LAB_RERUN_VENV=.lab/cores/<version> makes step 2 run on that core (make test: the oldest), so
@@ -77,6 +82,22 @@ if [[ -n "${LAB_LATER_CONNECTION:-}" ]]; then
     log "steps 3 to 5 over ${LAB_LATER_CONNECTION} (LAB_LATER_CONNECTION)"
 fi
 run check "check mode on the converged lab (nothing to change)" idle "${LAB_ROOT}/lab.sh" site --check
+
+# 3b. The same lab in dra mode. From here on every lab.sh run gets the dra intent (LAB_PLAYBOOK_ARGS).
+export LAB_PLAYBOOK_ARGS="-e @${LAB_ROOT}/dra.yml"
+run dra "site.yml in dra mode (the device allocation changed)" any "${LAB_ROOT}/lab.sh" site
+# What changed, in the reports people read: the GPU stack, the rails' attachment and the NCCL Jobs.
+for want in "device allocation: dra - GPUCluster/gpu-cluster" "claim (dra.net)" "GPU0 -> "; do
+    grep -qF -- "${want}" "${LAB_STATE}/rollout-report.txt" ||
+        die "dra mode: the rollout report ${LAB_STATE}/rollout-report.txt does not say '${want}'"
+done
+grep -qE -- "^ +NCCL all-reduce across nodes +[^ ]+ +[1-9][0-9]* +[1-9][0-9]* +0 " \
+    "${LAB_STATE}/validation.txt" ||
+    die "dra mode: the NCCL Jobs on claims did not pass (report ${LAB_STATE}/validation.txt)"
+run dra-second "site.yml in dra mode again (changes nothing)" idle "${LAB_ROOT}/lab.sh" site
+grep -qF -- "Figures reused from the measurement of" "${logs}/dra-second.log" ||
+    die "dra mode: the second run did not reuse the first's measurement (log ${logs}/dra-second.log)"
+run dra-check "check mode in dra mode (nothing to change)" idle "${LAB_ROOT}/lab.sh" site --check
 
 case "${LAB_CHECK_STEPS:-all}" in
     all) ;;
