@@ -18,7 +18,12 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.apply.chart_dige
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import dranet as _plan_dranet
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan.node import PlanError
 
-DRA = {"gpufabric_k8s_device_allocation": "dra", "gpu_operator_components": {"device_plugin": False}}
+# Over the lab inventory, whose stand-in chart path is taken off: the pinned release from the registry.
+DRA = {
+    "gpufabric_k8s_device_allocation": "dra",
+    "gpu_operator_components": {"device_plugin": False},
+    "network_operator_dranet_chart_path": "",
+}
 CHART_DIGEST = "sha256:8da67a537eca5cddeaf8148497acc24c4a88215e9370f386f0df91fa958c1fc0"
 IMAGE_DIGEST = "sha256:8d452a75f32465ca69aa5a7877f476add8641fe7c91a30ace3343174c1ef695f"
 STANDIN = "lab/charts/dranet"
