@@ -239,8 +239,17 @@ def test_the_nodes_move_to_dra_group_by_group_each_drained_first(cluster, tmp_pa
         wait_until(lambda: all(running_on(core, n) for n in NODES), "the GPU Pods run again", timeout=120)
     finally:
         # Leave the session cluster as the other tests expect it: no labels of the move, no classes, no Pods.
+        # The ReplicaSets with their Pods (foreground: the GPUs they hold are free when this returns; deleting
+        # the Pods alone would let the ReplicaSets start new ones, which kept a GPU of each node).
         cluster.kubectl(
-            "delete", "pod", "-n", PODS_NS, *[f"gpu-{n}" for n in NODES], "--ignore-not-found", "--wait=false"
+            "delete",
+            "replicaset",
+            "-n",
+            PODS_NS,
+            *[f"gpu-{n}" for n in NODES],
+            "--ignore-not-found",
+            "--cascade=foreground",
+            "--timeout=120s",
         )
         cluster.kubectl("delete", "deviceclass", "test-migrate-gpu", "test-migrate-nic", "--ignore-not-found")
         for name in NODES:
