@@ -209,22 +209,14 @@ NCCL_PLAY = """
 """
 
 
-def test_the_role_runs_the_jobs_in_the_validation_namespace_and_leaves_nothing(cluster, network, tmp_path):
-    """roles/validate/tasks/nccl.yml as the shipped identity: its access check passes with the
-    shipped RBAC, the namespace (made by the RBAC) is found and left as it is, the Jobs complete in
-    it, and the cleanup leaves no Job, Service or Secret there or in the NADs' namespace."""
-    before = _get(cluster, "namespace", NS)
-    variables = {
-        "gpufabric_kubeconfig": str(cluster.kubeconfig),
-        "gpufabric_plan": {"network": network, "k8s_mode": "apply"},
-        "validate_nccl_timeout": 120,
-        "result_path": str(tmp_path / "result.json"),
-    }
+def run_nccl_play(tmp_path, variables):
+    """validate's tasks/nccl.yml (NCCL_PLAY) with ``variables``, both lab nodes as local hosts whose node
+    plan names their Node; the finished ansible-playbook process."""
     (tmp_path / "vars.json").write_text(json.dumps(variables))
     (tmp_path / "play.yml").write_text(NCCL_PLAY)
     hosts = [f'{n} ansible_connection=local gpufabric_node_plan=\'{{"k8s_node_name": "{n}"}}\'' for n in NODES]
     (tmp_path / "hosts").write_text("\n".join(hosts) + "\n")
-    done = ansible_playbook(
+    return ansible_playbook(
         tmp_path,
         "-i",
         str(tmp_path / "hosts"),
@@ -237,6 +229,20 @@ def test_the_role_runs_the_jobs_in_the_validation_namespace_and_leaves_nothing(c
         cwd=tmp_path,
         timeout=600,
     )
+
+
+def test_the_role_runs_the_jobs_in_the_validation_namespace_and_leaves_nothing(cluster, network, tmp_path):
+    """roles/validate/tasks/nccl.yml as the shipped identity: its access check passes with the
+    shipped RBAC, the namespace (made by the RBAC) is found and left as it is, the Jobs complete in
+    it, and the cleanup leaves no Job, Service or Secret there or in the NADs' namespace."""
+    before = _get(cluster, "namespace", NS)
+    variables = {
+        "gpufabric_kubeconfig": str(cluster.kubeconfig),
+        "gpufabric_plan": {"network": network, "k8s_mode": "apply"},
+        "validate_nccl_timeout": 120,
+        "result_path": str(tmp_path / "result.json"),
+    }
+    done = run_nccl_play(tmp_path, variables)
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
     result = json.loads((tmp_path / "result.json").read_text())
     checks = {(c["name"], c["passed"]) for c in result["result"]["checks"]}

@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 import threading
 
 import pytest
 from controlplane_support import NODES, wait_until
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
-from role_runner import REPO, ansible_playbook
-from test_validate_jobs import NCCL_PLAY
+from test_validate_jobs import run_nccl_play
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import dra as _dra
 
@@ -118,26 +116,10 @@ def test_the_role_runs_the_dra_jobs_and_the_scheduler_allocates_the_planned_pair
         "validate_nccl_timeout": 120,
         "result_path": str(tmp_path / "result.json"),
     }
-    (tmp_path / "vars.json").write_text(json.dumps(variables))
-    (tmp_path / "play.yml").write_text(NCCL_PLAY)
-    hosts = [f'{n} ansible_connection=local gpufabric_node_plan=\'{{"k8s_node_name": "{n}"}}\'' for n in NODES]
-    (tmp_path / "hosts").write_text("\n".join(hosts) + "\n")
     watch = ClaimWatch(cluster)
     watch.start()
     try:
-        done = ansible_playbook(
-            tmp_path,
-            "-i",
-            str(tmp_path / "hosts"),
-            "-e",
-            f"ansible_python_interpreter={sys.executable}",
-            "-e",
-            "@" + str(tmp_path / "vars.json"),
-            str(tmp_path / "play.yml"),
-            env={"ANSIBLE_COLLECTIONS_PATH": str(REPO / ".collections")},
-            cwd=tmp_path,
-            timeout=600,
-        )
+        done = run_nccl_play(tmp_path, variables)
     finally:
         watch.stop.set()
         watch.join(10)
