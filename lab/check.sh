@@ -37,12 +37,22 @@ not_clean() {
         grep -vE 'changed=0 +unreachable=0 +failed=0' || true
 }
 
+# The failed tasks of a log, each after the TASK line it belongs to, so that a CI log that keeps
+# only the end of the output still names what failed (the report printed last would hide it).
+failed_tasks() {
+    sed -E 's/\x1b\[[0-9;]*[A-Za-z]//g' "$1" | awk '
+        /^TASK \[/ {task=$0; next}
+        /^(fatal|failed): |^ERROR! |FAILED! =>/ {if (task != shown) {print "--- " task; shown=task}; print substr($0, 1, 2000)}' |
+        tail -n 40
+}
+
 # A run must end with a recap, every host failed=0 unreachable=0 (and changed=0 with "idle").
 run() { # ID NAME MODE COMMAND...
     local name="$2" mode="$3" log="${logs}/$1.log" start="${SECONDS}" bad
     shift 3
     if ! "$@" >"${log}" 2>&1; then
-        tail -n 60 "${log}" >&2
+        tail -n 30 "${log}" >&2
+        failed_tasks "${log}" >&2
         die "${name}: failed (log ${log})"
     fi
     grep -q '^PLAY RECAP' "${log}" || die "${name}: no play recap in ${log}"

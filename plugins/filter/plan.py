@@ -63,6 +63,39 @@ def dra_api_refusal(cluster_info):
     return _dra_server.refusal(server.get("gitVersion"), (cluster_info.get("apis") or {}).keys()) or ""
 
 
+def allocation_mode_reads(_unused=None):
+    """The GPU Operator custom resources whose presence tells the cluster's device allocation now:
+    [{api_version, kind, name, mode}] (the ClusterPolicy and the GPUCluster the chart renders)."""
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import allocation_change as _change
+
+    return _change.mode_reads()
+
+
+def allocation_cluster_mode(reads):
+    """The cluster's device allocation now (dra, device_plugin or '' for neither), from the looped
+    kubernetes.core.k8s_info result of the objects allocation_mode_reads names."""
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import allocation_change as _change
+
+    if not isinstance(reads, dict) or not isinstance(reads.get("results"), list):
+        raise AnsibleFilterError("allocation_cluster_mode: expects a looped kubernetes.core.k8s_info result")
+    found = {}
+    for result in reads["results"]:
+        item = result.get("item") or {}
+        found.setdefault(item.get("mode"), []).extend(result.get("resources") or [])
+    return _change.cluster_mode(found.get("device_plugin"), found.get("dra")) or ""
+
+
+def allocation_change_refusal(pods, planned, current, skip_namespaces=()):
+    """Why this run may not move the cluster from ``current`` to ``planned`` while the Pods of
+    ``pods`` (a kubernetes.core.k8s_info result) hold devices, or ''."""
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import allocation_change as _change
+
+    if not isinstance(pods, dict):
+        raise AnsibleFilterError("allocation_change_refusal: expects a kubernetes.core.k8s_info result of Pods")
+    users = _change.device_users(pods.get("resources"), skip_namespaces or ())
+    return _change.refusal(str(planned), current or None, users) or ""
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -72,4 +105,7 @@ class FilterModule:
             "kernel_headers_package": kernel_headers_package,
             "packages_missing": packages_missing,
             "dra_api_refusal": dra_api_refusal,
+            "allocation_mode_reads": allocation_mode_reads,
+            "allocation_cluster_mode": allocation_cluster_mode,
+            "allocation_change_refusal": allocation_change_refusal,
         }
