@@ -86,6 +86,8 @@ def node_sets(topology: Mapping[str, Any]) -> List[Dict[str, Any]]:
                 "rail": int(entry["rail"]),
                 "nic": entry.get("nic"),
                 "netdev": entry.get("netdev"),
+                "roce_netdev": entry.get("roce_netdev") or entry.get("netdev"),
+                "roce_vlan": entry.get("roce_vlan"),
                 "nic_bdf": entry.get("nic_bdf"),
                 "nic_root": nic.get("host_bridge"),
                 "numa": nic.get("numa_node"),
@@ -107,6 +109,30 @@ def node_sets(topology: Mapping[str, Any]) -> List[Dict[str, Any]]:
 def _layout(sets: Sequence[Mapping[str, Any]]) -> List[Tuple[Any, ...]]:
     """What must be the same on every node of a group for one set of templates to fit them all."""
     return [(s["rail"], s["netdev"], s["nic_root"], tuple((g["index"], g["root"]) for g in s["gpus"])) for s in sets]
+
+
+def tagged(group: str, node: str, sets: Sequence[Mapping[str, Any]]) -> List[str]:
+    """A rail whose RoCE v2 address and GID sit on a VLAN netdev of the NIC's port, not on the port's own.
+
+    dra.net hands a Pod the PCI NIC with the port's netdev and, when the claim configures no address,
+    the global addresses of that netdev (dranet v1.4.0, pkg/driver/dra_hooks.go). A VLAN netdev has no
+    PCI device: dra.net publishes it as a device of its own, without a PCIe root, and it stays in the
+    host's namespace when the port moves. The Pod would get the untagged port without the rail's
+    address, and no claim can align the VLAN netdev with a GPU."""
+    problems = []
+    for item in sets:
+        if item["roce_netdev"] and item["roce_netdev"] != item["netdev"]:
+            vlan = f"VLAN {item['roce_vlan']}" if item.get("roce_vlan") is not None else "a VLAN"
+            problems.append(
+                f"{VARIABLE}: dra, but node group {group} ({node}): rail {item['rail']} ({item['nic']}) carries its "
+                f"RoCE v2 address and GID on {item['roce_netdev']} ({vlan}), not on the port's netdev "
+                f"{item['netdev']}; {NIC_DRIVER} moves {item['netdev']} into the Pod with its own addresses only "
+                "and publishes "
+                f"{item['roce_netdev']} as a separate device without a PCIe root, so a claim cannot give a Pod the "
+                "rail's address next to its GPU; keep device_plugin for this fabric, or put the RoCE address on the "
+                "port's netdev (untagged, with the lossless class chosen by DSCP)"
+            )
+    return problems
 
 
 def unaligned(group: str, node: str, sets: Sequence[Mapping[str, Any]]) -> List[str]:
@@ -214,7 +240,7 @@ def plan(
         sets = node_sets(topologies[nodes[0]])
         if not sets:
             continue  # no rails: nothing to pair (the network plan refuses a GPU group without rails)
-        bad = unaligned(name, nodes[0], sets)
+        bad = unaligned(name, nodes[0], sets) + tagged(name, nodes[0], sets)
         problems.extend(bad)
         differs = [n for n in nodes[1:] if _layout(node_sets(topologies[n])) != _layout(sets)]
         if differs:

@@ -52,4 +52,16 @@ def refusals(values: Mapping[str, Any]) -> List[str]:
             "(SriovNetworkNodePolicy); use nad_type macvlan, ipvlan or host-device with dra, or keep "
             f"{VARIABLE}: device_plugin"
         )
+    tagged = [
+        f"{r.get('name') or 'rail ' + str(r.get('rail'))}: vlan {r.get('vlan')}"
+        for r in rails.get("rails") or []
+        if r.get("vlan") not in (None, "")
+    ]
+    if tagged:
+        problems.append(
+            f"{VARIABLE}: dra hands a Pod the rail NIC's port itself ({NIC_DRIVER}) with the addresses it has on "
+            f"the node, but gpufabric_rails.rails[].vlan ({', '.join(tagged)}) asks for the NADs' VLAN netdevs, "
+            "which dra mode does not plan; drop the vlan and carry the rail untagged on the port, or keep "
+            f"{VARIABLE}: device_plugin"
+        )
     return problems

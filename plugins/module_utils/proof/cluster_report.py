@@ -20,6 +20,8 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import dra 
 
 # What attaches a rail NIC to a Pod in dra mode, in the rail rows.
 DRA_ATTACHMENT = "claim (%s)" % _plan_dra.NIC_DRIVER
+# Where a Pod's rail address comes from in dra mode.
+DRA_ADDRESSES = "the NIC's own, from its node"
 
 
 def report_text(plan: Dict[str, Any], dra: Optional[Mapping[str, Any]] = None) -> str:
@@ -69,22 +71,13 @@ def report_text(plan: Dict[str, Any], dra: Optional[Mapping[str, Any]] = None) -
 
 
 def _dra_rails(plan: Dict[str, Any]) -> list:
-    """The rail rows of dra mode: the address plan, and the claim that attaches the NIC."""
-    lines = ["  %-8s %-18s %-15s %-24s %s" % ("rail", "subnet", "gateway", "attached by", "addresses")]
+    """The rail rows of dra mode: the rail's subnet and gateway, the claim that attaches the NIC, and
+    where a Pod's address comes from: the NIC's own on its node, which dranet moves with it (no pool
+    is planned in dra mode; docs/dra.md, "Rail addresses")."""
+    lines = ["  %-8s %-18s %-15s %-24s %s" % ("rail", "subnet", "gateway", "attached by", "Pod addresses")]
     for r in plan["rails"]:
-        cap = r["capacity"]
         lines.append(
-            "  %-8s %-18s %-15s %-24s %d/%d for %d nodes, mtu %d%s"
-            % (
-                r["name"],
-                r["subnet"],
-                r["gateway"] or "-",
-                DRA_ATTACHMENT,
-                cap["needed"],
-                cap["usable"],
-                r["nodes"],
-                r["mtu"],
-                "" if r["vlan"] is None else ", vlan %d" % r["vlan"],
-            )
+            "  %-8s %-18s %-15s %-24s %s, %d nodes, mtu %d"
+            % (r["name"], r["subnet"], r["gateway"] or "-", DRA_ATTACHMENT, DRA_ADDRESSES, r["nodes"], r["mtu"])
         )
     return lines

@@ -165,3 +165,33 @@ def test_a_host_device_rail_whose_roce_address_is_on_a_vlan_is_refused(vlan_node
         cluster_plan({"supernet": "10.200.0.0/16", "nad_type": "host-device"}, vlan_nodes)
     msg = str(err.value)
     assert "host-device" in msg and "enp68s0np0.100" in msg and "macvlan" in msg and "sriov" in msg
+
+
+# ------------------------------------------------------------------------------------------ DRA
+def test_dra_refuses_a_rail_whose_roce_address_is_on_a_vlan_netdev(vlan_nodes):
+    """dra.net moves the port's netdev (enp68s0np0) with its own addresses; the RoCE address is on
+    enp68s0np0.100, which stays behind and has no PCIe root to align: refused, naming both netdevs."""
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import dra as _dra
+
+    groups = [{"name": "vlan-group", "nodes": ["gpu-node-01", "gpu-node-02"]}]
+    with pytest.raises(_dra.DraPlanError) as refused:
+        _dra.plan(groups, vlan_nodes, "gpu-workloads", "gpufabric.io/node-group")
+    problems = str(refused.value).splitlines()
+    tagged = [p for p in problems if "RoCE v2 address" in p]
+    assert tagged == [
+        "gpufabric_k8s_device_allocation: dra, but node group vlan-group (gpu-node-01): rail 0 (mlx5_0) carries its "
+        "RoCE v2 address and GID on enp68s0np0.100 (VLAN 100), not on the port's netdev enp68s0np0; dra.net moves "
+        "enp68s0np0 into the Pod with its own addresses only and publishes enp68s0np0.100 as a separate device "
+        "without a PCIe root, so a claim cannot give a Pod the rail's address next to its GPU; keep device_plugin "
+        "for this fabric, or put the RoCE address on the port's netdev (untagged, with the lossless class chosen "
+        "by DSCP)"
+    ]
+    # The same hardware with the address on the port: that refusal goes, the layout's others stay
+    # (its one NIC serves GPUs on other PCIe roots too).
+    untagged = copy.deepcopy(vlan_nodes)
+    for topology in untagged.values():
+        for rail in topology["rails"]:
+            rail["roce_netdev"], rail["roce_vlan"] = rail["netdev"], None
+    with pytest.raises(_dra.DraPlanError) as still:
+        _dra.plan(groups, untagged, "gpu-workloads", "gpufabric.io/node-group")
+    assert str(still.value).splitlines() == [p for p in problems if p not in tagged]

@@ -129,3 +129,24 @@ def test_refusals_name_both_sides():
     assert len(both) == 2
     assert "gpu.nvidia.com" in both[0] and "device plugin" in both[0]
     assert "nad_type sriov (rail 0)" in both[1] and "dra.net" in both[1]
+
+
+def test_a_rail_vlan_of_the_intent_is_refused_with_dra():
+    """A rail's intent vlan tags the NADs' master netdev; dra plans no NAD and moves the untagged port."""
+    (message,) = refusals(
+        {
+            "gpufabric_k8s_device_allocation": "dra",
+            "gpufabric_rails": {"nad_type": "macvlan", "rails": [{"rail": 0, "vlan": 300}, {"rail": 1}]},
+        }
+    )
+    assert message.startswith("gpufabric_k8s_device_allocation: dra hands a Pod the rail NIC's port itself")
+    assert "gpufabric_rails.rails[].vlan (rail 0: vlan 300)" in message
+    assert (
+        refusals(
+            {
+                "gpufabric_k8s_device_allocation": "device_plugin",
+                "gpufabric_rails": {"rails": [{"rail": 0, "vlan": 300}]},
+            }
+        )
+        == []
+    )

@@ -34,10 +34,11 @@ def test_dra_rail_rows_name_the_claim_and_no_shared_device_resource(plans):
     _before, plan = plans
     text = report_text(plan["network"], plan["dra"])
     header, *rows = _rail_lines(text)
-    assert header.split() == ["rail", "subnet", "gateway", "attached", "by", "addresses"]
+    assert header.split() == ["rail", "subnet", "gateway", "attached", "by", "Pod", "addresses"]
     for rail, row in zip(plan["network"]["rails"], rows):
         assert row.split()[:3] == [rail["name"], rail["subnet"], rail["gateway"]]
-        assert "claim (dra.net)" in row and row.endswith("for 2 nodes, mtu 9000"), row
+        assert "claim (dra.net)" in row and row.endswith("the NIC's own, from its node, 2 nodes, mtu 9000"), row
+        assert "/" not in row.split("claim (dra.net)")[1], "no pool capacity: dra mode plans no pool"
     assert "rdma/" not in text, "the shared-device resources are not planned in dra mode"
     assert "(whereabouts)" not in text and "NADs" not in text
 
