@@ -74,6 +74,20 @@ def validate_cabling(leaves, node, interfaces, collected):
         raise AnsibleFilterError(f"validate_cabling: {exc}") from exc
 
 
+def validate_dra_devices(slices, dra, hosts):
+    """The dra read-back checks: each node's published devices (``slices``, k8s_info's result of the
+    ResourceSlices) against its node group's planned ones (``dra``, the plan's dra section); ``hosts``
+    maps each Kubernetes Node name of the run to its inventory host (see proof/dra_devices)."""
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import dra_devices as _dra_devices
+
+    if not isinstance(slices, dict) or not isinstance(hosts, dict):
+        raise AnsibleFilterError("validate_dra_devices: expects k8s_info's result and a dict of Node names to hosts")
+    try:
+        return _dra_devices.checks(_plain(dra or {}), _plain(slices.get("resources") or []), _plain(hosts))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise AnsibleFilterError(f"validate_dra_devices: {exc}") from exc
+
+
 def validate_switch_qos(result):
     """The leaves' QoS agreement as validate checks (``result``: switch_agreement's; see proof/switch_qos)."""
     from ansible_collections.gpufabric.rollout.plugins.module_utils.proof import switch_qos as _switch_qos
@@ -227,6 +241,7 @@ class FilterModule:
             "validate_readback": validate_readback,
             "validate_cabling": validate_cabling,
             "validate_switch_qos": validate_switch_qos,
+            "validate_dra_devices": validate_dra_devices,
             "validate_nccl_secret": validate_nccl_secret,
             "validate_nccl_lab_env": validate_nccl_lab_env,
             "validate_nccl_cleanup": validate_nccl_cleanup,

@@ -221,6 +221,21 @@ def delivered(sets: Sequence[Mapping[str, Any]]) -> List[Dict[str, Any]]:
     return [{"rail": s["rail"], "rdma_device": s["nic"], "netdev": s["netdev"]} for s in sets]
 
 
+def published(sets: Sequence[Mapping[str, Any]]) -> List[Dict[str, Any]]:
+    """What each node of the group must publish for the templates to fit, per rail: the rail NIC's
+    interface and PCIe root (dra.net) and the PCIe roots of its GPUs (the GPU driver). validate reads
+    the nodes' ResourceSlices against it (proof/dra_devices.py)."""
+    return [
+        {
+            "rail": s["rail"],
+            "netdev": s["netdev"],
+            "nic_root": s["nic_root"],
+            "gpu_roots": [g["root"] for g in s["gpus"]],
+        }
+        for s in sets
+    ]
+
+
 def plan(
     groups: Sequence[Mapping[str, Any]],
     topologies: Mapping[str, Mapping[str, Any]],
@@ -257,7 +272,14 @@ def plan(
             templates.append(template)
             made.append({"name": template["metadata"]["name"], "sets": count})
         out_groups.append(
-            {"name": name, "nodes": nodes, "templates": made, "pairs": pairs(sets), "rails": delivered(sets)}
+            {
+                "name": name,
+                "nodes": nodes,
+                "templates": made,
+                "pairs": pairs(sets),
+                "rails": delivered(sets),
+                "devices": published(sets),
+            }
         )
     if problems:
         raise DraPlanError("\n".join(problems))
