@@ -122,3 +122,36 @@ def _pruned_and_foreign_kept(cluster, plans, tmp_path) -> None:
     assert refused.returncode != 0 and "carry the collection's labels" in refused.stderr, refused.stderr
     back = run(cluster, tmp_path / "back", plans["device_plugin"])
     assert back["rc"] == 0, back["out"]
+
+
+def test_render_mode_writes_dra_objects_the_api_server_accepts(cluster, plans, tmp_path):
+    """render mode (GitOps): the role writes the DeviceClasses and claim templates with the rails'
+    objects and a kustomization; kubectl's kustomize builds that directory and the API server accepts
+    every object in it (a server-side dry run as the administrator, as a GitOps controller applies)."""
+    render = tmp_path / "render"
+    variables = {"gpufabric_plan": dict(plans["dra"], k8s_mode="render"), "gpufabric_k8s_render_dir": str(render)}
+    done = run_role_playbook(tmp_path / "run", "gpufabric.rollout.rdma_networks", variables)
+    assert done["rc"] == 0, done["out"]
+    files = sorted(p.name for p in (render / "rdma_networks").glob("*.yaml"))
+    for name in planned(plans["dra"], "DeviceClass"):
+        assert f"deviceclass-{name}.yaml" in files, files
+    for name in planned(plans["dra"], "ResourceClaimTemplate"):
+        assert f"resourceclaimtemplate-{NS}-{name}.yaml" in files, files
+    applied = cluster.kubectl(
+        "apply",
+        "-k",
+        str(render / "rdma_networks"),
+        "--server-side",
+        "--dry-run=server",
+        "--field-manager=render-test",
+        "-o",
+        "name",
+        check=False,
+    )
+    assert applied.returncode == 0, applied.stderr
+    names = set(applied.stdout.split())
+    for obj in plans["dra"]["dra"]["objects"]:
+        group = "resource.k8s.io"
+        assert f"{obj['kind'].lower()}.{group}/{obj['metadata']['name']}" in names, (obj["metadata"], names)
+    # nothing was created: a dry run
+    assert listed(cluster, "deviceclasses.resource.k8s.io") == {}
