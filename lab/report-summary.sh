@@ -14,8 +14,10 @@ text="$(find "${LAB_STATE}" -maxdepth 1 -name 'validation*.txt' -newer "${since}
 echo
 if [[ -n "${text}" ]]; then
     summary="$(sed '/^== Details by layer and node/,$d' "${text}")"
-    printf '%s\n' "${summary}" | head -n 30
-    (($(printf '%s\n' "${summary}" | wc -l) <= 30)) || echo "  ... (the rest in ${text})"
+    # Here-strings, not pipes: with pipefail, `printf | head` fails (SIGPIPE) whenever head exits
+    # before printf has written a summary longer than one write (dra mode's pairs make it so).
+    head -n 30 <<<"${summary}"
+    (($(wc -l <<<"${summary}") <= 30)) || echo "  ... (the rest in ${text})"
 else
     echo "This run wrote no validation report."
 fi
