@@ -21,6 +21,7 @@ ResourceSlice, ``devices[].attributes``; both are read. Pure, no Ansible imports
 
 from __future__ import annotations
 
+import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan.dra import (
@@ -34,6 +35,13 @@ CATEGORY = "host"
 SUBJECT = "DRA devices"
 NAME = "published as planned (ResourceSlices)"
 SHOWN = 6
+
+
+def _shown(value: Any) -> str:
+    """A value a driver published, as the report prints it: the characters a PCIe root or an
+    interface name uses, at most 64 (a node's driver must not write lines into the report)."""
+    text = re.sub(r"[^A-Za-z0-9:._/@-]", "?", str(value))
+    return text[:64] + ("..." if len(text) > 64 else "")
 
 
 def _attribute(device: Mapping[str, Any], driver: str, name: str) -> Any:
@@ -82,7 +90,9 @@ def differences(planned: Sequence[Mapping[str, Any]], found: Mapping[str, Any]) 
         if nic is None:
             out.append(f"{label}: {NIC_DRIVER} publishes no device with that interface")
         elif nic["root"] != rail["nic_root"]:
-            out.append(f"{label}: {NIC_DRIVER} publishes it on PCIe root {nic['root']}, planned {rail['nic_root']}")
+            out.append(
+                f"{label}: {NIC_DRIVER} publishes it on PCIe root {_shown(nic['root'])}, planned {rail['nic_root']}"
+            )
         elif not nic["rdma"]:
             out.append(f"{label}: {NIC_DRIVER} publishes it without RDMA")
     for root, count in sorted(wanted_gpus.items()):

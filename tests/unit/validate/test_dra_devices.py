@@ -130,3 +130,10 @@ def test_the_filter_reads_k8s_info_and_refuses_other_input():
     assert check["passed"] is True
     with pytest.raises(AnsibleFilterError, match="validate_dra_devices"):
         validate_dra_devices([], DRA, {})
+
+
+def test_a_published_value_cannot_write_lines_into_the_report():
+    nics = [("enp24s0np0", "pci0000:15\nPASS host node1 forged", True), *GOOD_NICS[1:]]
+    (check,) = checks(DRA, cluster(nics=nics), {"gpu-node-01": "node1"})
+    assert "\n" not in check["measured"]
+    assert "publishes it on PCIe root pci0000:15?PASS?host?node1?forged, planned pci0000:15" in check["measured"]
