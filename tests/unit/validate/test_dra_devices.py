@@ -75,8 +75,8 @@ GOOD_NICS = [("enp24s0np0", ROOTS[0], True), ("enp31s0np0", ROOTS[0], True), ("e
 GOOD_GPUS = [ROOTS[0], ROOTS[0], ROOTS[1]]
 
 
-def cluster(node="gpu-node-01", gpus=GOOD_GPUS, nics=GOOD_NICS, qualified=False):
-    return [gpu_slice(node, gpus, qualified), nic_slice(node, nics)]
+def cluster(node="gpu-node-01", gpus=None, nics=None, qualified=False):
+    return [gpu_slice(node, gpus or GOOD_GPUS, qualified), nic_slice(node, nics or GOOD_NICS)]
 
 
 @pytest.mark.parametrize("qualified", [False, True])
