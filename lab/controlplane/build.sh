@@ -3,6 +3,7 @@
 #
 #   etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl   lab/controlplane/kubernetes/go.mod
 #   kwok                                                                     lab/controlplane/kwok/go.mod
+#   crane (an OCI registry for the charts pulled by digest)                  lab/controlplane/registry/go.mod
 #
 # The binaries go to ${LAB_CACHE}/controlplane/<key>/ (outside the checkout, see lab/common.sh),
 # where <key> hashes both modules' go.mod and go.sum, the Go sources and this script, and
@@ -21,17 +22,24 @@ source "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/common.sh"
 
 SRC="${LAB_ROOT}/controlplane"
 GO_MIN="1.26"
-COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok)
+COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok crane)
 
 step() { printf '[controlplane] %s\n' "$*" >&2; }
 fail() { printf '[controlplane] ERROR in step %s: %s\n' "$1" "$2" >&2; exit 1; }
 
 # Module directory and package of each component.
-module_of() { [[ "$1" == kwok ]] && printf '%s\n' "${SRC}/kwok" || printf '%s\n' "${SRC}/kubernetes"; }
+module_of() {
+    case "$1" in
+        kwok) printf '%s\n' "${SRC}/kwok" ;;
+        crane) printf '%s\n' "${SRC}/registry" ;;
+        *) printf '%s\n' "${SRC}/kubernetes" ;;
+    esac
+}
 package_of() {
     case "$1" in
         etcd) printf './etcd\n' ;;
         kwok) printf 'sigs.k8s.io/kwok/cmd/kwok\n' ;;
+        crane) printf 'github.com/google/go-containerregistry/cmd/crane\n' ;;
         *) printf 'k8s.io/kubernetes/cmd/%s\n' "$1" ;;
     esac
 }
@@ -55,7 +63,8 @@ cache_dir() {
     local key
     key="$(
         {
-            for f in kubernetes/go.mod kubernetes/go.sum kubernetes/etcd/main.go kwok/go.mod kwok/go.sum build.sh; do
+            for f in kubernetes/go.mod kubernetes/go.sum kubernetes/etcd/main.go kwok/go.mod kwok/go.sum \
+                registry/go.mod registry/go.sum build.sh; do
                 printf '%s\n' "${f}"
                 cat "${SRC}/${f}"
             done
@@ -107,7 +116,7 @@ build() {
     export GOTOOLCHAIN=local GOFLAGS="-mod=readonly -buildvcs=false" CGO_ENABLED=0
     started=${SECONDS}
     step "building ${todo[*]} into ${BIN} (${GO_VERSION#go version }; a cold build takes about 10 minutes on 2 cores)"
-    for mod in "${SRC}/kubernetes" "${SRC}/kwok"; do
+    for mod in "${SRC}/kubernetes" "${SRC}/kwok" "${SRC}/registry"; do
         t0=${SECONDS}
         step "download modules of ${mod#"${REPO_ROOT}"/} ..."
         (cd "${mod}" && go mod download -x 2>"${BIN}.download.log") ||

@@ -22,9 +22,12 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any, Dict
 
@@ -54,6 +57,11 @@ PLAN = _plan_conftest()
 def dra_plan(crds) -> Dict[str, Any]:
     """The cluster plan of the two lab nodes (the cluster fixture's Node names) in dra mode, checked as the
     plan play checks it; dranet from the lab's stand-in chart."""
+    return make_plan(network_operator_dranet_chart_path=str(DRANET_CHART))
+
+
+def make_plan(**dranet: Any) -> Dict[str, Any]:
+    """The dra cluster plan with these dranet variables."""
     from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import cluster as _plan_cluster
     from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node as _plan_node
     from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node_records as _node_records
@@ -71,7 +79,7 @@ def dra_plan(crds) -> Dict[str, Any]:
         PLAN.lab_intent(),
         gpufabric_k8s_device_allocation="dra",
         gpu_operator_components={"device_plugin": False},
-        network_operator_dranet_chart_path=str(DRANET_CHART),
+        **dranet,
     )
     values, problems = PLAN.check(specs, "cluster", variables)
     assert problems == []
@@ -199,3 +207,94 @@ def test_the_lab_api_server_serves_the_dra_api(cluster, tmp_path):
     assert "REFUSAL=[]" in done.stdout, done.stdout[-3000:]
     minor = re.search(r"VERSION=v1\.(\d+)\.", done.stdout)
     assert minor and int(minor.group(1)) >= 34, done.stdout[-3000:]
+
+
+@pytest.fixture
+def oci_mirror(cluster, tmp_path):
+    """A plain-HTTP OCI registry on this machine (go-containerregistry's, lab/controlplane/registry)
+    holding the stand-in dranet chart, as a site's mirror holds the real one: (its chart reference,
+    the manifest digest Helm reported when the chart was pushed)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    registry = subprocess.Popen(
+        [str(cluster.bin / "crane"), "registry", "serve", "--address", f"127.0.0.1:{port}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        env = dict(
+            os.environ, HELM_CONFIG_HOME=str(tmp_path / "helm-config"), HELM_CACHE_HOME=str(tmp_path / "helm-cache")
+        )
+        packaged = subprocess.run(
+            [str(HELM), "package", str(DRANET_CHART), "-d", str(tmp_path)], capture_output=True, text=True, env=env
+        )
+        assert packaged.returncode == 0, packaged.stderr
+        (archive,) = tmp_path.glob("dranet-*.tgz")
+        ref = f"oci://127.0.0.1:{port}/networking/charts"
+        for _ in range(50):  # until the registry listens
+            pushed = subprocess.run(
+                [str(HELM), "push", str(archive), ref, "--plain-http"], capture_output=True, text=True, env=env
+            )
+            if pushed.returncode == 0:
+                break
+            time.sleep(0.2)
+        assert pushed.returncode == 0, pushed.stderr
+        digest = re.search(r"Digest: (sha256:[0-9a-f]{64})", pushed.stdout + pushed.stderr)
+        assert digest, pushed.stdout + pushed.stderr
+        yield f"{ref}/dranet", digest.group(1)
+    finally:
+        registry.terminate()
+        registry.wait(timeout=30)
+
+
+def test_dranet_is_pulled_from_an_oci_mirror_and_refused_unless_the_digest_is_pinned(
+    cluster, oci_mirror, cleanup, tmp_path
+):
+    """The chart's pull path as a site with a mirror runs it: helm pull from the OCI repository
+    (plain HTTP here), Helm's reported manifest digest checked against
+    network_operator_dranet_chart_digest, the release installed from the pulled archive; a digest
+    that is not the pinned one is refused naming the variable, and the release stays as it was."""
+    ref, digest = oci_mirror
+    mirror = dict(
+        network_operator_dranet_chart_ref=ref,
+        network_operator_dranet_chart_plain_http=True,
+        network_operator_dranet_chart_path="",  # the lab's intent installs the stand-in from its directory
+    )
+    pinned = run(
+        cluster,
+        tmp_path / "pinned",
+        make_plan(network_operator_dranet_chart_digest=digest, **mirror),
+        "network_operator",
+    )
+    assert pinned["rc"] == 0, pinned["out"]
+    # (the same plan with another digest is refused below: this run pulled from the mirror and checked)
+    releases = json.loads(
+        subprocess.run(
+            [str(HELM), "--kubeconfig", str(cluster.admin), "list", "-n", "dranet", "-o", "json"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
+    (release,) = [r for r in releases if r["name"] == "dranet"]
+    assert release["status"] == "deployed" and release["chart"] == "dranet-v1.4.0", release
+
+    other = "sha256:" + "0" * 64
+    refused = run(
+        cluster,
+        tmp_path / "refused",
+        make_plan(network_operator_dranet_chart_digest=other, **mirror),
+        "network_operator",
+    )
+    assert refused["rc"] != 0, refused["out"]
+    assert "network_operator_dranet_chart_digest" in refused["out"] and digest in refused["out"], refused["out"]
+    after = json.loads(
+        subprocess.run(
+            [str(HELM), "--kubeconfig", str(cluster.admin), "list", "-n", "dranet", "-o", "json"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
+    assert [r["revision"] for r in after if r["name"] == "dranet"] == [release["revision"]]

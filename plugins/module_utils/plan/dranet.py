@@ -125,6 +125,9 @@ def plan(values: Mapping[str, Any], node_group_label: str, problems: List[str]) 
             "chart_version": str(_var(values, "version")),
             "chart_digest": str(_var(values, "chart_digest")),
             "chart_path": str(_var(values, "chart_path") or ""),
+            # a mirror served over plain HTTP (helm pull --plain-http); the digest check still fixes
+            # the archive, so the transport adds no trust
+            "chart_plain_http": bool(_var(values, "chart_plain_http") or False),
         },
         "chart_values": chart_values(values, node_group_label),
     }
@@ -138,7 +141,8 @@ def summary_lines(section: Optional[Mapping[str, Any]]) -> List[str]:
     source = (
         f"local chart {release['chart_path']}"
         if release["chart_path"]
-        else f"{release['chart_ref']}:{release['chart_version']}@{release['chart_digest']} (pinned by digest)"
+        else f"{release['chart_ref']}:{release['chart_version']}@{release['chart_digest']} (pinned by digest"
+        + (", over plain HTTP)" if release.get("chart_plain_http") else ")")
     )
     return [
         f"dranet ({section['driver']}): release {release['name']} in {release['namespace']} from {source}, "

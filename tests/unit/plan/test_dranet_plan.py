@@ -45,6 +45,7 @@ def test_dra_mode_plans_the_pinned_release(specs):
         "chart_version": "v1.4.0",
         "chart_digest": CHART_DIGEST,
         "chart_path": "",
+        "chart_plain_http": False,
     }
     values = dranet["chart_values"]
     assert values["image"] == {"repository": "registry.k8s.io/networking/dranet", "tag": f"v1.4.0@{IMAGE_DIGEST}"}
@@ -52,6 +53,21 @@ def test_dra_mode_plans_the_pinned_release(specs):
     assert terms == [{"matchExpressions": [{"key": "gpufabric.io/node-group", "operator": "Exists"}]}]
     assert "imagePullSecrets" not in values
     assert f"oci://registry.k8s.io/networking/charts/dranet:v1.4.0@{CHART_DIGEST} (pinned by digest)" in plan["summary"]
+
+
+def test_a_mirror_without_tls_is_named_in_the_summary_and_keeps_the_digest(specs):
+    changes = dict(
+        DRA,
+        network_operator_dranet_chart_ref="oci://mirror.example.com/networking/charts/dranet",
+        network_operator_dranet_chart_plain_http=True,
+    )
+    _values, plan = cluster_plan(specs, changes)
+    release = plan["network_operator"]["dranet"]["release"]
+    assert release["chart_plain_http"] is True and release["chart_digest"] == CHART_DIGEST
+    assert (
+        f"oci://mirror.example.com/networking/charts/dranet:v1.4.0@{CHART_DIGEST} (pinned by digest, over plain HTTP)"
+        in plan["summary"]
+    )
 
 
 def test_an_air_gapped_site_uses_its_mirror_and_local_chart(specs, tmp_path):
