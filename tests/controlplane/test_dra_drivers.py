@@ -227,14 +227,22 @@ def oci_mirror(cluster, tmp_path):
             os.environ, HELM_CONFIG_HOME=str(tmp_path / "helm-config"), HELM_CACHE_HOME=str(tmp_path / "helm-cache")
         )
         packaged = subprocess.run(
-            [str(HELM), "package", str(DRANET_CHART), "-d", str(tmp_path)], capture_output=True, text=True, env=env
+            [str(HELM), "package", str(DRANET_CHART), "-d", str(tmp_path)],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=False,
         )
         assert packaged.returncode == 0, packaged.stderr
         (archive,) = tmp_path.glob("dranet-*.tgz")
         ref = f"oci://127.0.0.1:{port}/networking/charts"
-        for _ in range(50):  # until the registry listens
+        for _attempt in range(50):  # until the registry listens
             pushed = subprocess.run(
-                [str(HELM), "push", str(archive), ref, "--plain-http"], capture_output=True, text=True, env=env
+                [str(HELM), "push", str(archive), ref, "--plain-http"],
+                capture_output=True,
+                text=True,
+                env=env,
+                check=False,
             )
             if pushed.returncode == 0:
                 break

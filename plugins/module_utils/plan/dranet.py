@@ -127,7 +127,7 @@ def plan(values: Mapping[str, Any], node_group_label: str, problems: List[str]) 
             "chart_path": str(_var(values, "chart_path") or ""),
             # a mirror served over plain HTTP (helm pull --plain-http); the digest check still fixes
             # the archive, so the transport adds no trust
-            "chart_plain_http": bool(_var(values, "chart_plain_http") or False),
+            "chart_plain_http": bool(_var(values, "chart_plain_http")),
         },
         "chart_values": chart_values(values, node_group_label),
     }
