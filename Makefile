@@ -160,13 +160,13 @@ test: test-fast build-check controlplane lab-image
 TEST_FAST_CONNECTION := mitogen
 
 test-lab-lane: tools controlplane lab-image
-	$(MAKE) --no-print-directory -j1 lab-test-matrix fault-test-lab
+	$(MAKE) --no-print-directory -j1 lab-test-matrix fault-test-lab fault-test-cluster
 	GPUFABRIC_LAB_CONNECTION=$${GPUFABRIC_LAB_CONNECTION:-$(TEST_FAST_CONNECTION)} LAB_CRDS_DIR="$(TEST_CRDS)" lab/molecule/run.sh $(LAB_LANE_SCENARIOS)
 
 # The older cores' unit tests run in `make matrix` only (make test proves the oldest core with its
 # sanity and the lab's main job rerun on it, lab-test-matrix).
 test-cluster-lane: tools controlplane lab-image
-	$(MAKE) --no-print-directory -j1 ee-build controlplane-test fault-test-cluster
+	$(MAKE) --no-print-directory -j1 ee-build controlplane-test
 	GPUFABRIC_LAB_CONNECTION=$${GPUFABRIC_LAB_CONNECTION:-$(TEST_FAST_CONNECTION)} LAB_CRDS_DIR="$(TEST_CRDS)" lab/molecule/run.sh $(CLUSTER_LANE_SCENARIOS)
 
 # The three run side by side (each is mostly one process), each into its log under .lab/logs/
