@@ -256,6 +256,17 @@ def oci_mirror(cluster, tmp_path):
         registry.wait(timeout=30)
 
 
+def dranet_releases(cluster) -> list:
+    """The Helm releases of the dranet namespace, as the administrator lists them."""
+    listed = subprocess.run(
+        [str(HELM), "--kubeconfig", str(cluster.admin), "list", "-n", "dranet", "-o", "json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(listed.stdout)
+
+
 def test_dranet_is_pulled_from_an_oci_mirror_and_refused_unless_the_digest_is_pinned(
     cluster, oci_mirror, cleanup, tmp_path
 ):
@@ -277,14 +288,7 @@ def test_dranet_is_pulled_from_an_oci_mirror_and_refused_unless_the_digest_is_pi
     )
     assert pinned["rc"] == 0, pinned["out"]
     # (the same plan with another digest is refused below: this run pulled from the mirror and checked)
-    releases = json.loads(
-        subprocess.run(
-            [str(HELM), "--kubeconfig", str(cluster.admin), "list", "-n", "dranet", "-o", "json"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-    )
+    releases = dranet_releases(cluster)
     (release,) = [r for r in releases if r["name"] == "dranet"]
     assert release["status"] == "deployed" and release["chart"] == "dranet-v1.4.0", release
 
@@ -297,12 +301,5 @@ def test_dranet_is_pulled_from_an_oci_mirror_and_refused_unless_the_digest_is_pi
     )
     assert refused["rc"] != 0, refused["out"]
     assert "network_operator_dranet_chart_digest" in refused["out"] and digest in refused["out"], refused["out"]
-    after = json.loads(
-        subprocess.run(
-            [str(HELM), "--kubeconfig", str(cluster.admin), "list", "-n", "dranet", "-o", "json"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-    )
+    after = dranet_releases(cluster)
     assert [r["revision"] for r in after if r["name"] == "dranet"] == [release["revision"]]
