@@ -2,10 +2,11 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Action for gpufabric.rollout.plan: check variables and compute the plan on the controller.
 
-Runs entirely on the controller (nothing is sent to the node). The argument specs it checks
-against are read from the collection's own roles/*/meta/argument_specs.yml.
+Runs on the controller; only check_node with gather_subset runs a module on the node (setup). The
+argument specs it checks against are read from the collection's own roles/*/meta/argument_specs.yml.
 
-Its results are return values, not ``ansible_facts``: facts a module returns are written to the
+Its results are return values, not ``ansible_facts`` (but for the facts setup returns to check_node
+with gather_subset, as setup would): facts a module returns are written to the
 fact cache (AWX jobs and ansible.cfg ``fact_caching``), and a later run would find a stale plan
 there. The plan role keeps them for the run with ``set_fact``, which never reaches the cache.
 """
@@ -17,9 +18,11 @@ import os
 from typing import Any, Dict, List, Optional
 
 import yaml
+from ansible import constants as C
 from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.text.converters import to_native
 from ansible.plugins.action import ActionBase
+from ansible.vars.clean import namespace_facts
 
 try:  # ansible-core >= 2.19: strings read from files render only once trusted
     from ansible.template import trust_as_template
@@ -69,6 +72,9 @@ RUNTIME_NAMES = frozenset(
     )
 )
 IGNORED_PREFIXES = ("gpufabric_lab_",)
+# The plan role's registered result of part check_node (roles/plan/tasks/main.yml), where part node
+# reads the node's checked variables and the package indexes its plan reads.
+NODE_CHECK = "__plan_check_node"
 
 
 def read_yaml(path: str) -> Any:
@@ -134,6 +140,34 @@ def refusal(part: Optional[str], host: Optional[str], problems: List[str]) -> st
     return f"{what} is refused ({len(problems)} problem(s)):\n- " + "\n- ".join(problems)
 
 
+# The collection's argument specs and role internals, read once per run: ansible-core's strategy
+# imports this plugin in the controller's main process before it forks the worker of each host and
+# task, so every worker finds them read. Read in each worker, they were read again for every node
+# and check (17 files, about 30 ms), and marked trusted again for every default rendered.
+SPECS = load_specs()
+# The internals are marked trusted once here (role defaults refer to them, and they are rendered there).
+INTERNAL_VARS = {
+    role: trusted(load_internal_vars([role])) for role in os.listdir(os.path.join(COLLECTION_ROOT, "roles"))
+}
+
+
+def inject_facts() -> bool:
+    """Whether ansible-core also puts facts at the top level (INJECT_FACTS_AS_VARS; the collection's
+    ansible.cfg turns it off)."""
+    return bool(C.config.get_config_value("INJECT_FACTS_AS_VARS"))
+
+
+def with_facts(task_vars: Dict[str, Any], facts: Dict[str, Any]) -> Dict[str, Any]:
+    """The host's variables as the next task would see them once ``facts`` (a module's ``ansible_facts``)
+    are the host's facts: under ``ansible_facts`` without their prefix, and at the top level too while
+    INJECT_FACTS_AS_VARS is on (as ansible-core's VariableManager puts them)."""
+    out = dict(task_vars)
+    out["ansible_facts"] = dict(task_vars.get("ansible_facts") or {}, **namespace_facts(facts)["ansible_facts"])
+    if inject_facts():
+        out.update({name: value for name, value in facts.items() if name.startswith("ansible_")})
+    return out
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
@@ -147,6 +181,8 @@ class ActionModule(ActionBase):
             "hosts",
             "cluster_nodes",
             "current",
+            "gather_subset",
+            "facts",
         )
     )
 
@@ -156,7 +192,7 @@ class ActionModule(ActionBase):
     def _template_default(self, value: Any, known: Dict[str, Any]) -> Any:
         """A spec default such as "{{ inventory_hostname }}" (read from the role's YAML, so trusted here),
         rendered with the variables checked so far taking the place of the roles' defaults."""
-        variables = trusted(self._internal_vars)
+        variables = dict(self._internal_vars)  # trusted already (INTERNAL_VARS)
         variables.update(self._task_vars)
         variables.update(known)
         templar = self._templar.copy_with_new_env(available_variables=variables)
@@ -170,10 +206,12 @@ class ActionModule(ActionBase):
         return out
 
     def _check(self, task_vars: Dict[str, Any], entry: str, roles: List[str]) -> Dict[str, Any]:
-        specs = load_specs()
+        specs = SPECS
         if PLAN_ROLE not in specs:
             raise AnsibleActionFail("the plan role's argument specs are missing from the collection")
-        self._internal_vars = load_internal_vars(roles)
+        self._internal_vars = {}
+        for role in roles:
+            self._internal_vars.update(INTERNAL_VARS.get(role) or {})
         rules = {
             "node_intent": _intent_rules.NODE_RULES,
             "cluster_intent": _intent_rules.CLUSTER_RULES,
@@ -211,6 +249,12 @@ class ActionModule(ActionBase):
         args = self._task.args
         part = args.get("part")
         try:
+            if part == "check_node" and args.get("gather_subset"):
+                setup = self._gather(task_vars, args)
+                if setup.get("failed") or setup.get("unreachable"):
+                    return dict(setup, changed=False)
+                result["ansible_facts"] = setup.get("ansible_facts") or {}
+                task_vars = self._task_vars
             if part in ("check_node", "check_cluster"):
                 entry = "node_intent" if part == "check_node" else "cluster_intent"
                 values = self._check(task_vars, entry, list(args.get("roles") or []))
@@ -223,8 +267,9 @@ class ActionModule(ActionBase):
                         values, ansible, task_vars.get("inventory_hostname")
                     )
             elif part == "node":
+                check = task_vars.get(NODE_CHECK) or {}
                 result["gpufabric_node_plan"] = _plan_node.plan_node(
-                    plain(task_vars.get("gpufabric_intent") or {}), self._node_facts(task_vars)
+                    plain(check.get("gpufabric_intent") or {}), self._node_facts(task_vars)
                 )
             elif part == "cluster":
                 result.update(self._cluster(task_vars, args))
@@ -243,15 +288,33 @@ class ActionModule(ActionBase):
         result["changed"] = False
         return result
 
+    def _gather(self, task_vars: Dict[str, Any], args: Dict[str, Any]) -> Dict[str, Any]:
+        """setup's facts for part check_node with ``gather_subset`` (only the ``facts`` listed), read in
+        this task so that the node costs the controller one task less (a worker, a copy of the host's
+        variables, a result). Returned as setup returns them; the check then sees them among the
+        node's variables, as it would after a setup task of its own."""
+        setup = self._execute_module(
+            module_name="ansible.builtin.setup",
+            module_args={
+                "gather_subset": list(args.get("gather_subset") or []),
+                "filter": list(args.get("facts") or []),
+            },
+            task_vars=task_vars,
+        )
+        if not (setup.get("failed") or setup.get("unreachable")):
+            self._task_vars = with_facts(task_vars, setup.get("ansible_facts") or {})
+            self._templar = self._templar.copy_with_new_env(available_variables=self._task_vars)
+        return setup
+
     @staticmethod
     def _node_facts(task_vars: Dict[str, Any]) -> Dict[str, Any]:
         """What the node part plans from, read from the node's variables (facts and results are data,
         never templates, so nothing is templated; passing them as task arguments templated and copied
         the whole package list and topology once more per node): the setup and plan_facts facts, and
-        this node's package indexes from the run's reads (tasks/main.yml, __plan_index_reads and
+        this node's package indexes from the run's reads (tasks/main.yml: the check's index_reads and
         __plan_indexes). An index that could not be read (plan_index_optional) plans without one."""
         ansible = plain(task_vars.get("ansible_facts") or {})
-        reads = plain(task_vars.get("__plan_index_reads") or [])
+        reads = plain((task_vars.get(NODE_CHECK) or {}).get("index_reads") or [])
         results = (task_vars.get("__plan_indexes") or {}).get("results") or []
         indexes = _index_reads.node_indexes(reads, results)
         facts = {

@@ -10,7 +10,8 @@ module: plan
 short_description: Check the collection's variables and compute the plan every role reads
 version_added: 0.1.0
 description:
-  - Runs on the controller only (an action plugin); used by the C(gpufabric.rollout.plan) role in C(playbooks/plan.yml).
+  - An action plugin, used by the C(gpufabric.rollout.plan) role in C(playbooks/plan.yml). It runs on the controller;
+    only O(part=check_node) with O(gather_subset) runs a module on the node (M(ansible.builtin.setup)).
   - With O(part=check_node) or O(part=check_cluster) it checks every collection-wide variable (the plan role's
     C(node_intent) or C(cluster_intent) argument spec) and every variable of the listed roles against their
     argument specs, plus the ranges and cross-field rules of the collection. Unknown keys and unknown variables
@@ -18,8 +19,9 @@ description:
     are returned as RV(gpufabric_intent); with O(part=check_node) also the package repository indexes the node's
     plan reads (RV(index_reads)).
   - With O(part=node) it computes the node's plan (RV(gpufabric_node_plan)) from the node's variables, not from
-    arguments (C(gpufabric_intent), the facts (M(ansible.builtin.setup), M(gpufabric.rollout.plan_facts)), and this
-    node's package indexes among the run's reads (C(__plan_index_reads), its RV(index_reads), and C(__plan_indexes),
+    arguments (the checked variables and RV(index_reads) of the node's O(part=check_node), registered as
+    C(__plan_check_node), the facts (M(ansible.builtin.setup), M(gpufabric.rollout.plan_facts)), and this
+    node's package indexes among the run's reads (C(__plan_indexes),
     a looped M(gpufabric.rollout.doca_repo_info) over the distinct reads of the run)); an index that could not be
     read is left out.
   - With O(part=cluster) it checks what must agree between GPU nodes, computes the cluster plan
@@ -43,6 +45,21 @@ options:
     choices: [check_node, check_cluster, node, cluster, upgrade]
   roles:
     description: Roles whose variables are checked (their C(main) argument spec entry point).
+    type: list
+    elements: str
+    default: []
+  gather_subset:
+    description:
+      - For O(part=check_node), the setup collectors to run first, as O(ansible.builtin.setup#module:gather_subset),
+        in the same task. The check then sees their facts among the node's variables, and they are returned as
+        M(ansible.builtin.setup) returns them. Empty, nothing is gathered.
+    type: list
+    elements: str
+    default: []
+  facts:
+    description:
+      - For O(part=check_node) with O(gather_subset), the setup facts to return
+        (O(ansible.builtin.setup#module:filter)); the others are left on the node.
     type: list
     elements: str
     default: []
@@ -84,6 +101,14 @@ author:
 """
 
 EXAMPLES = r"""
+- name: Gather two setup facts and check the node's variables with them
+  gpufabric.rollout.plan:
+    part: check_node
+    roles: [topology, roce, nccl_config]
+    gather_subset: ['!all', '!min', distribution, platform]
+    facts: [ansible_distribution, ansible_kernel]
+  register: __plan_read
+
 - name: Check the node's variables
   gpufabric.rollout.plan:
     part: check_node
@@ -109,6 +134,10 @@ index_reads:
   returned: success and O(part=check_node)
   type: list
   elements: dict
+ansible_facts:
+  description: For O(part=check_node) with O(gather_subset), the facts of M(ansible.builtin.setup) (those in O(facts)).
+  returned: success and O(part=check_node) with O(gather_subset)
+  type: dict
 gpufabric_node_plan:
   description: For O(part=node), the node's plan, one section per host role.
   returned: success and O(part=node)

@@ -1,7 +1,8 @@
-"""The plan's setup task returns only the facts listed in roles/plan/vars/main.yml
-(__plan_setup_facts). Every setup fact the collection reads anywhere (``ansible_facts.NAME`` in
-roles, playbooks and templates; ``ansible.get("NAME")`` on the facts the plan action hands to
-plugins/module_utils/plan) must be in that list, or it would silently read as undefined."""
+"""The plan's setup read (in the node check, part check_node with gather_subset) returns only the
+facts listed in roles/plan/vars/main.yml (__plan_setup_facts). Every setup fact the collection
+reads anywhere (``ansible_facts.NAME`` in roles, playbooks and templates; ``ansible.get("NAME")``
+on the facts the plan action hands to plugins/module_utils/plan) must be in that list, or it would
+silently read as undefined."""
 
 from __future__ import annotations
 
@@ -52,7 +53,7 @@ def test_every_setup_fact_read_is_gathered():
     assert not missing, f"facts read but filtered out of the plan's setup (add them to __plan_setup_facts): {missing}"
 
 
-def test_the_setup_task_uses_the_list():
+def test_the_node_read_uses_the_list():
     tasks = yaml.safe_load((REPO / "roles" / "plan" / "tasks" / "main.yml").read_text())
-    setup = next(t for t in tasks if "ansible.builtin.setup" in t)
-    assert setup["ansible.builtin.setup"]["filter"] == "{{ __plan_setup_facts }}"
+    read = next(t for t in tasks if t.get("gpufabric.rollout.plan", {}).get("gather_subset"))
+    assert read["gpufabric.rollout.plan"]["facts"] == "{{ __plan_setup_facts }}"
