@@ -9,22 +9,25 @@ repository and the GPU driver repository (gpufabric_gpu_driver.packages, so the 
 read too) are the lab's stand-in repositories (lab/repo/build.py into a temporary directory),
 served over HTTP on 127.0.0.1 by a thread of this process (its CPU is not counted).
 
-Measured per ansible-playbook run, for its whole process tree (os.wait4 on it: every worker and
-module process it reaped): wall time, CPU-s (user + system) and the largest process's peak RSS.
-Printed: CPU-s per node and the marginal CPU-s per node between the two sizes ((cpu_b - cpu_a) /
-(b - a)), which takes out the fixed start-up (the cluster checks, loading the collection).
-With a local connection the modules run on this machine too, so their CPU is in the total. A
-second run per size starts every module through a shell wrapper of the interpreter that appends
-its children's CPU (bash ``times``) to a log: "modules" is that sum, "controller" the rest.
+Measured per ansible-playbook run: wall time; CPU-s (user + system) of its whole process tree
+(os.wait4 on it: every worker and module process it reaped) and the largest process's peak RSS; and
+the controller's own CPU-s, its main process and every worker it forked without the processes they
+started (benchmarks/controller_cpu.py records each one's getrusage). With a local connection the
+modules run on this machine too: the tree's CPU less the controller's is the modules and the shells
+that start them. Printed per size and round, and the marginal CPU-s per node between the smallest
+and the largest size ((cpu_b - cpu_a) / (b - a)), which takes out the fixed start-up (the cluster
+checks, loading the collection).
 
-One round on the 2-CPU development machine shared with other jobs (load average 8 to 25),
-ansible-core 2.21.5. Before (four read modules and two index reads per node): N=8 38.2 s, 42.8 CPU-s
-(5.35 per node, controller 1.81); N=64 222.2 s, 292.5 CPU-s (4.57 per node, controller 1.77);
-marginal 4.46 CPU-s per node (controller 1.76, modules 3.21). After (one plan_facts call per node,
-each index read once per run): N=8 35.5 s, 17.3 CPU-s (2.16, controller 1.01); N=64 99.4 s,
-116.0 CPU-s (1.81, controller 0.72); marginal 1.76 (controller 0.68, modules 0.99).
+Rounds on the 2-CPU development machine, ansible-core 2.21.5. Controller CPU-s, measured as above,
+interleaved with the code before (checkout 875f4dc) in the same hour: before N=8 9.5 and 7.2, N=64
+40.2 and 39.4 (0.62 per node; marginal 0.55 and 0.58); after (setup in the node check's task, the
+checked variables kept by the last set_fact, the argument specs read once per run) N=8 5.7 and 7.5,
+N=64 32.6 and 33.5 (0.52 per node; marginal 0.48 and 0.46). Workers per run at N=64: 530 before,
+402 after. Earlier rounds (a wrapper summed the modules' CPU and the controller was the rest): four
+read modules and two index reads per node, N=64 1.77 controller CPU-s per node; one plan_facts call
+and each index read once per run, 0.72.
 
-    .venv/bin/python benchmarks/bench_plan.py [N ...]     # default 8 64
+    .venv/bin/python benchmarks/bench_plan.py [N ...] [--rounds R]    # default 8 64, one round
     .venv/bin/python benchmarks/bench_plan.py --keep DIR 8   # keep each run's plan_dir under DIR
 
 --keep writes the plan directory (plan.json, summary.txt, discovery/) with what differs between two
@@ -50,9 +53,11 @@ import threading
 import time
 from pathlib import Path
 
+import controller_cpu  # benchmarks/controller_cpu.py
 import yaml
 
-REPO = Path(__file__).resolve().parents[1]
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
 SIZES = [8, 64]
 LAYOUTS = ["dgx-h200-8x8", "pcie-l40s-4x2", "roce-vlan-gid"]
 DRIVER = "580.95.05"
@@ -144,25 +149,16 @@ def inventory(work: Path, sysroots, repo_url: str, fingerprint: str, python: str
     return path
 
 
-def timed_python(work: Path) -> Path:
-    """The interpreter behind a shell that logs its own and its children's CPU (bash ``times``: two lines)."""
-    wrapper = work / "python-timed"
-    wrapper.write_text(f'#!/bin/bash\n"{sys.executable}" "$@"\nrc=$?\ntimes >> "{work / "module-cpu.log"}"\nexit $rc\n')
-    wrapper.chmod(0o755)
-    return wrapper
-
-
-def seconds(text: str) -> float:
-    minutes, secs = re.fullmatch(r"(\d+)m([\d.]+)s", text).groups()
-    return int(minutes) * 60 + float(secs)
-
-
 def run_plan(work: Path, hosts: Path) -> dict:
     shutil.rmtree(work / "plan", ignore_errors=True)
     run_tmp = Path(tempfile.mkdtemp(prefix="gf."))  # a short TMPDIR: ansible-core's RPC socket path
     env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1", TMPDIR=str(run_tmp))
     env["ANSIBLE_LOCAL_TEMP"] = str(work / "ansible-tmp")
-    argv = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(hosts), "playbooks/plan.yml"]
+    cpu_log = work / "controller-cpu.log"
+    cpu_log.unlink(missing_ok=True)
+    playbook = str(Path(sys.executable).parent / "ansible-playbook")
+    argv = [sys.executable, str(HERE / "controller_cpu.py"), str(cpu_log), playbook]
+    argv += ["-i", str(hosts), "playbooks/plan.yml"]
     with open(work / "plan.log", "w") as log:
         start = time.perf_counter()
         proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -173,7 +169,15 @@ def run_plan(work: Path, hosts: Path) -> dict:
     if proc.returncode != 0:
         sys.stdout.write((work / "plan.log").read_text()[-4000:])
         raise SystemExit(f"ansible-playbook failed (rc {proc.returncode})")
-    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss": usage.ru_maxrss / 1024}
+    controller = controller_cpu.read(str(cpu_log))
+    return {
+        "wall": wall,
+        "cpu": usage.ru_utime + usage.ru_stime,
+        "rss": usage.ru_maxrss / 1024,
+        "controller": controller["main"] + controller["workers"],
+        "main": controller["main"],
+        "workers": controller["worker_count"],
+    }
 
 
 def keep(work: Path, repo_url: str, dest: Path) -> None:
@@ -187,19 +191,11 @@ def keep(work: Path, repo_url: str, dest: Path) -> None:
             out.write_text(text)
 
 
-def module_cpu(work: Path) -> float:
-    log = work / "module-cpu.log"
-    # every line of ``times``: the wrapper shell's own CPU, then the interpreter's (both are the modules' cost)
-    total = sum(seconds(a) + seconds(b) for a, b in (line.split() for line in log.read_text().splitlines()))
-    log.unlink()
-    return total
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("sizes", nargs="*", type=int, default=SIZES)
     parser.add_argument("--keep", type=Path, help="copy each run's plan_dir to KEEP/N")
-    parser.add_argument("--no-split", action="store_true", help="skip the run that separates the modules' CPU")
+    parser.add_argument("--rounds", type=int, default=1, help="runs per size (the figures of each are printed)")
     args = parser.parse_args()
     snapshots = load_snapshots()
     with tempfile.TemporaryDirectory(prefix="bench-plan.") as tmp:
@@ -216,36 +212,27 @@ def main() -> int:
         results = {}
         for n in args.sizes:
             hosts = inventory(work, sysroots[:n], repo_url, fingerprint, sys.executable)
-            results[n] = run_plan(work, hosts)
-            if args.keep:
-                keep(work, repo_url, args.keep / str(n))
-            if not args.no_split:
-                hosts = inventory(work, sysroots[:n], repo_url, fingerprint, str(timed_python(work)))
-                split = run_plan(work, hosts)
-                split["modules"] = module_cpu(work)
-                results[n]["split"] = split
-            r = results[n]
-            line = (
-                f"N={n}: wall {r['wall']:.1f} s, CPU {r['cpu']:.1f} s ({r['cpu'] / n:.2f} CPU-s per node), "
-                f"peak RSS {r['rss']:.0f} MiB"
-            )
-            if "split" in r:
-                s = r["split"]
-                line += (
-                    f"; split run: CPU {s['cpu']:.1f} s = modules {s['modules']:.1f} s "
-                    f"+ controller {s['cpu'] - s['modules']:.1f} s ({(s['cpu'] - s['modules']) / n:.2f} per node)"
+            results[n] = []
+            for _round in range(args.rounds):
+                r = run_plan(work, hosts)
+                results[n].append(r)
+                if args.keep:
+                    keep(work, repo_url, args.keep / str(n))
+                print(
+                    f"N={n}: wall {r['wall']:.1f} s, CPU {r['cpu']:.1f} s ({r['cpu'] / n:.2f} per node), "
+                    f"controller {r['controller']:.1f} s ({r['controller'] / n:.2f} per node; main process "
+                    f"{r['main']:.1f} s, {r['workers']} workers), modules and their shells "
+                    f"{r['cpu'] - r['controller']:.1f} s, peak RSS {r['rss']:.0f} MiB",
+                    flush=True,
                 )
-            print(line, flush=True)
         sizes = sorted(results)
         if len(sizes) >= 2:
             a, b = sizes[0], sizes[-1]
-            marginal = (results[b]["cpu"] - results[a]["cpu"]) / (b - a)
-            line = f"marginal CPU-s per node (N={a}..{b}): {marginal:.2f} (modules and controller together)"
-            if all("split" in results[n] for n in (a, b)):
-                ctl = [results[n]["split"]["cpu"] - results[n]["split"]["modules"] for n in (a, b)]
-                mods = [results[n]["split"]["modules"] for n in (a, b)]
-                line += f"; controller {(ctl[1] - ctl[0]) / (b - a):.2f}, modules {(mods[1] - mods[0]) / (b - a):.2f}"
-            print(line)
+            for i, (ra, rb) in enumerate(zip(results[a], results[b])):
+                controller = (rb["controller"] - ra["controller"]) / (b - a)
+                everything = (rb["cpu"] - ra["cpu"]) / (b - a)
+                print(f"marginal CPU-s per node (N={a}..{b}, round {i + 1}): controller {controller:.2f}, ", end="")
+                print(f"all {everything:.2f}")
         print(f"load average at the start: {load:.2f} on {os.cpu_count()} CPUs")
         print(json.dumps({str(n): r for n, r in results.items()}, sort_keys=True))
     return 0
