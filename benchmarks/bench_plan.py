@@ -231,8 +231,10 @@ def main() -> int:
             for i, (ra, rb) in enumerate(zip(results[a], results[b])):
                 controller = (rb["controller"] - ra["controller"]) / (b - a)
                 everything = (rb["cpu"] - ra["cpu"]) / (b - a)
-                print(f"marginal CPU-s per node (N={a}..{b}, round {i + 1}): controller {controller:.2f}, ", end="")
-                print(f"all {everything:.2f}")
+                print(
+                    f"marginal CPU-s per node (N={a}..{b}, round {i + 1}): "
+                    f"controller {controller:.2f}, all {everything:.2f}"
+                )
         print(f"load average at the start: {load:.2f} on {os.cpu_count()} CPUs")
         print(json.dumps({str(n): r for n, r in results.items()}, sort_keys=True))
     return 0
