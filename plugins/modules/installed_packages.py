@@ -9,9 +9,12 @@ short_description: Read the installed packages with one dpkg-query or rpm query,
 version_added: 0.1.0
 description:
   - Sets C(ansible_facts.packages) in the layout of M(ansible.builtin.package_facts), a list of
-    entries per package name, each with C(name), C(version), C(arch) and C(source), and C(release)
-    and C(epoch) too for rpm. A package installed at more than one version or architecture has one
-    entry each, in the order the package database lists them.
+    entries per package name. An entry holds what the collection reads of it: C(version), and for
+    rpm C(release) and C(epoch) (only when the package has one). The C(name), C(arch) and
+    C(source) keys of package_facts are left out: a GPU node has about a thousand packages, every
+    later task of the node copies its facts, and nothing reads those keys. A package installed at
+    more than one version or architecture has one entry each, in the order the package database
+    lists them.
   - Reads the package database only, with one C(dpkg-query -W) (Debian family) or one C(rpm -qa)
     (RedHat family) call. M(ansible.builtin.package_facts)' apt backend opens the apt cache and
     tests every package that the repository lists know (63 000 on Debian 12 with main alone), which
@@ -56,11 +59,11 @@ ansible_facts:
   type: dict
   contains:
     packages:
-      description: "{name: [entries]}; each entry has name, version, arch and source (apt or rpm),
-        and for rpm also release and epoch (null when the package has none)."
+      description: "{name: [entries]}; each entry has the version, and for rpm also the release and
+        the epoch (left out when the package has none)."
       type: dict
       sample:
-        rdma-core: [{"name": "rdma-core", "version": "2410mlnx54-1.2410068", "arch": "amd64", "source": "apt"}]
+        rdma-core: [{"version": "2410mlnx54-1.2410068"}]
 manager:
   description: The package database read.
   returned: always

@@ -15,6 +15,12 @@ DPKG_QUERY_FORMAT = "${Package} ${Version} ${Architecture} ${db:Status-Abbrev}\\
 RPM_QUERY_FORMAT = "%{NAME} %{EPOCH} %{VERSION} %{RELEASE} %{ARCH}\\n"
 # dpkg status letters (second of db:Status-Abbrev) of a package that is not on the node
 DPKG_ABSENT = ("n", "c")
+# The keys of an entry: the fields the collection reads (installed_versions; dnf pins
+# version-release), not package_facts' name, arch and source. The read is sent to the controller
+# and every later task of the node copies it with the node's facts: a GPU node has about a thousand
+# packages, and the three fields the roles never read cost the plan about 0.1 controller CPU-s per
+# node (benchmarks/bench_plan.py, docs/performance.md).
+ENTRY_FIELDS = {"dpkg": ("version",), "rpm": ("version", "release", "epoch")}
 MANAGERS = ("auto", "dpkg", "rpm")
 QUERIES = {
     "dpkg": ["dpkg-query", "-W", "-f=" + DPKG_QUERY_FORMAT],
@@ -46,33 +52,29 @@ def read_installed(runner: Any, manager: str = "auto") -> Tuple[str, Dict[str, L
 
 def parse_dpkg_query(stdout: Optional[str]) -> Dict[str, List[Dict[str, Any]]]:
     """package_facts' {name: [entries]} from ``dpkg-query -W -f=DPKG_QUERY_FORMAT`` output: every
-    package but those not installed or with their configuration files left only."""
+    package but those not installed or with their configuration files left only. An entry holds
+    the version only (ENTRY_FIELDS): one per installed architecture, in the database's order."""
     out: Dict[str, List[Dict[str, Any]]] = {}
     for line in (stdout or "").splitlines():
         fields = line.split()
         if len(fields) != 4 or len(fields[3]) < 2 or fields[3][1] in DPKG_ABSENT:
             continue
-        name, version, arch = fields[:3]
-        out.setdefault(name, []).append({"name": name, "version": version, "arch": arch, "source": "apt"})
+        out.setdefault(fields[0], []).append({"version": fields[1]})
     return out
 
 
 def parse_rpm_query(stdout: Optional[str]) -> Dict[str, List[Dict[str, Any]]]:
-    """package_facts' {name: [entries]} from ``rpm -qa --queryformat RPM_QUERY_FORMAT`` output."""
+    """package_facts' {name: [entries]} from ``rpm -qa --queryformat RPM_QUERY_FORMAT`` output; an
+    entry holds the version and release, and the epoch when the package has one (ENTRY_FIELDS)."""
     out: Dict[str, List[Dict[str, Any]]] = {}
     for line in (stdout or "").splitlines():
         fields = line.split()
         if len(fields) != 5:
             continue
-        name, epoch, version, release, arch = fields
-        entry = {
-            "name": name,
-            "epoch": None if epoch == "(none)" else int(epoch) if epoch.isdigit() else epoch,
-            "version": version,
-            "release": release,
-            "arch": arch,
-            "source": "rpm",
-        }
+        name, epoch, version, release = fields[:4]
+        entry: Dict[str, Any] = {"version": version, "release": release}
+        if epoch != "(none)":
+            entry["epoch"] = int(epoch) if epoch.isdigit() else epoch
         out.setdefault(name, []).append(entry)
     return out
 
