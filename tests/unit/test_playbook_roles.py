@@ -1,11 +1,14 @@
-"""Ansible's own argument-spec check runs at the start of every role, as it does for any role: no
-playbook switches it off (rolespec_validate: false), and every role that works from the plan
-requires it in its main spec, saying how to get it. So a role run alone, without the plan, stops at
-its first task naming the plan and the playbook that computes it, instead of failing somewhere
-inside on an undefined variable."""
+"""Ansible's own argument-spec check runs at the start of every role, as it does for any role, but
+where the plan has checked the same variables on the same node: the plan role itself (its node
+check checks its main spec with every other) and, in hosts.yml, the host roles whose main specs
+the plan checked on that node (gpufabric_intent.plan_node_roles). Every role that works from the
+plan requires it in its main spec, saying how to get it. So a role run alone, without the plan,
+stops at its first task naming the plan and the playbook that computes it, instead of failing
+somewhere inside on an undefined variable."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -69,9 +72,82 @@ def test_the_role_inclusions_are_found():
     assert ("validate.yml", "gpufabric.rollout.validate") in names
 
 
-def test_nothing_switches_off_ansibles_argument_check():
-    off = [f"{path.relative_to(REPO)}: {args['name']}" for path, args in _role_uses() if "rolespec_validate" in args]
-    assert off == []
+# Where the argument check may be switched off: the plan role in plan.yml (its node check is the
+# same check and more), and hosts.yml's host roles for the nodes whose plan checked them.
+PLAN_SKIP = {("plan.yml", "gpufabric.rollout.plan"): False}
+HOSTS_SKIP = "{{{{ '{role}' not in __hosts_plan_checked }}}}"
+
+
+def test_the_argument_check_is_skipped_only_where_the_plan_checked_the_same_variables():
+    defaults = yaml.safe_load((REPO / "roles" / "plan" / "defaults" / "main.yml").read_text())
+    skipped = {}
+    for path, args in _role_uses():
+        if "rolespec_validate" not in args:
+            continue
+        key = (path.name, args["name"])
+        skipped[key] = args["rolespec_validate"]
+        assert "tasks_from" not in args, f"{key}: the plan checks main specs only"
+        if key in PLAN_SKIP:
+            assert args["rolespec_validate"] is PLAN_SKIP[key], key
+            continue
+        role = args["name"].rpartition(".")[2]
+        assert path.name == "hosts.yml" and role in defaults["plan_node_roles"], key
+        assert args["rolespec_validate"] == HOSTS_SKIP.format(role=role), key
+    hosts = _load(REPO / "playbooks" / "hosts.yml")
+    assert hosts[1]["vars"]["__hosts_plan_checked"] == "{{ gpufabric_intent.plan_node_roles | default([]) }}"
+    # every host role of hosts.yml's main block is one of them (the test cannot pass on none)
+    assert {k for k in skipped if k[0] == "hosts.yml"} == {
+        ("hosts.yml", f"gpufabric.rollout.{role}") for role in defaults["plan_node_roles"] if role != "validate"
+    }
+
+
+def test_the_kept_intent_names_the_roles_the_plan_checked():
+    """hosts.yml reads gpufabric_intent.plan_node_roles: the node check returns every variable of the
+    plan role's main spec with its default filled in, plan_node_roles among them."""
+    from ansible_collections.gpufabric.rollout.plugins.action import plan as plan_action
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.intent import check as intent_check
+
+    defaults = yaml.safe_load((REPO / "roles" / "plan" / "defaults" / "main.yml").read_text())
+    values, _problems = intent_check.check_scope(plan_action.SPECS, "node_intent", defaults["plan_node_roles"], {})
+    assert values["plan_node_roles"] == defaults["plan_node_roles"]
+    values, _problems = intent_check.check_scope(
+        plan_action.SPECS, "node_intent", ["topology"], {"plan_node_roles": ["topology"]}
+    )
+    assert values["plan_node_roles"] == ["topology"]
+
+
+def test_hosts_yml_checks_a_role_the_plan_did_not_check(tmp_path):
+    """The templated switch: off for a role in the node's checked list, on for any other and on a node
+    without the plan."""
+    play = tmp_path / "skip.yml"
+    play.write_text(
+        yaml.safe_dump(
+            [
+                {
+                    "name": "hosts.yml's switch",
+                    "hosts": "localhost",
+                    "gather_facts": False,
+                    "vars": {"__hosts_plan_checked": "{{ gpufabric_intent.plan_node_roles | default([]) }}"},
+                    "tasks": [
+                        {
+                            "name": "Include it",
+                            "ansible.builtin.include_role": {
+                                "name": "gpufabric.rollout.nccl_config",
+                                "rolespec_validate": HOSTS_SKIP.format(role="nccl_config"),
+                            },
+                        }
+                    ],
+                }
+            ]
+        )
+    )
+    base = ["-i", "localhost,", "-e", f"ansible_python_interpreter={sys.executable}", str(play)]
+    for intent, checked in ((None, True), (["topology"], True), (["nccl_config"], False)):
+        extra = ["-e", json.dumps({"gpufabric_intent": {"plan_node_roles": intent}})] if intent else []
+        done = ansible_playbook(tmp_path, *extra, *base)
+        out = done.stdout + done.stderr
+        assert done.returncode != 0  # no plan: the role fails either way
+        assert ("Validating arguments against arg spec 'main'" in out) is checked, (intent, out[-2000:])
 
 
 @pytest.mark.parametrize("role,variable", sorted(_plan_roles().items()))
