@@ -158,7 +158,13 @@ class HostLab:
         subprocess.run([str(REPO / "lab" / "nodes.sh"), "up", name], cwd=REPO, env=self.env, check=True)
 
     def stop_node(self, name: str) -> None:
-        subprocess.run(["podman", "stop", "-t", "1", name], check=True, capture_output=True)
+        """The node loses power: every process of it dies at once (podman kill, SIGKILL to its init),
+        and the call returns once it is down. Not `podman stop`: its second of orderly shutdown
+        (systemd stops services and empties /tmp) raced a module already running on the node, which
+        then failed on its own vanished files instead of losing its connection, depending on how far
+        the module had got when the stop came."""
+        subprocess.run(["podman", "kill", name], check=True, capture_output=True)
+        subprocess.run(["podman", "wait", name], check=True, capture_output=True)
 
     def sh(self, node: str, script: str, check: bool = True) -> str:
         """A shell script run as root on a node (podman exec: the test's own access, not the roles')."""

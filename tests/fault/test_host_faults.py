@@ -83,7 +83,7 @@ def assert_nodes_given_back(state: Dict[str, dict]) -> None:
 
 
 def test_node_stopped_in_the_middle_of_the_host_layer(lab, fault_row):
-    """fault-node-02 is stopped (podman stop) once its batch reaches roce's QoS task: fault-node-01,
+    """fault-node-02 loses power (podman kill) once its batch reaches roce's QoS task: fault-node-01,
     the batch before, ends converged and is not touched again; the run fails naming fault-node-02
     unreachable, and the report it leaves names fault-node-02 as not finished, with what it applied
     before (DOCA-OFED, loaded). Started again, the node converges on a rerun that changes nothing on
