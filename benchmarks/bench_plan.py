@@ -25,9 +25,9 @@ checked variables kept by the last set_fact, the argument specs read once per ru
 N=64 32.6 and 33.5 (0.52 per node; marginal 0.48 and 0.46). Workers per run at N=64: 530 before,
 402 after. On 2026-12-07, with the package entries trimmed and the plan role's own argument check
 left to the node check (338 workers at N=64): N=8 0.60 to 0.72 per node, N=64 0.43 to 0.48 per node
-(five rounds), marginal 0.40 to 0.45. Earlier rounds (a wrapper summed the modules' CPU and the controller was the rest): four
-read modules and two index reads per node, N=64 1.77 controller CPU-s per node; one plan_facts call
-and each index read once per run, 0.72.
+(five rounds), marginal 0.40 to 0.45. Earlier rounds (a wrapper summed the modules' CPU and the
+controller was the rest): four read modules and two index reads per node, N=64 1.77 controller
+CPU-s per node; one plan_facts call and each index read once per run, 0.72.
 
     .venv/bin/python benchmarks/bench_plan.py [N ...] [--rounds R]    # default 8 64, one round
     .venv/bin/python benchmarks/bench_plan.py --keep DIR 8   # keep each run's plan_dir under DIR

@@ -9,9 +9,9 @@ short_description: Read the installed packages with one dpkg-query or rpm query,
 version_added: 0.1.0
 description:
   - Sets C(ansible_facts.packages) in the layout of M(ansible.builtin.package_facts), a list of
-    entries per package name. An entry holds what the collection reads of it: C(version), and for
+    entries per package name. An entry holds what the collection reads of it, C(version), and for
     rpm C(release) and C(epoch) (only when the package has one). The C(name), C(arch) and
-    C(source) keys of package_facts are left out: a GPU node has about a thousand packages, every
+    C(source) keys of package_facts are left out. A GPU node has about a thousand packages, every
     later task of the node copies its facts, and nothing reads those keys. A package installed at
     more than one version or architecture has one entry each, in the order the package database
     lists them.
