@@ -34,10 +34,19 @@ def _load(path: Path):
     return yaml.load(path.read_text(), Loader=_Loader) or []  # a SafeLoader subclass
 
 
+def _plan_defaults() -> dict:
+    return yaml.safe_load((REPO / "roles" / "plan" / "defaults" / "main.yml").read_text())
+
+
+def _hosts_plan_checked() -> str:
+    """hosts.yml's expression of the roles the node's plan checked (its second play's variable)."""
+    return _load(REPO / "playbooks" / "hosts.yml")[1]["vars"]["__hosts_plan_checked"]
+
+
 def _plan_roles() -> dict:
     """{role: the plan variable it works from}: the node roles the plan checks take the node's plan,
     the cluster roles the cluster plan."""
-    defaults = yaml.safe_load((REPO / "roles" / "plan" / "defaults" / "main.yml").read_text())
+    defaults = _plan_defaults()
     roles = {role: "gpufabric_node_plan" for role in defaults["plan_node_roles"]}
     roles.update({role: "gpufabric_plan" for role in defaults["plan_cluster_roles"]})
     return roles
@@ -79,7 +88,7 @@ HOSTS_SKIP = "{{{{ '{role}' not in __hosts_plan_checked }}}}"
 
 
 def test_the_argument_check_is_skipped_only_where_the_plan_checked_the_same_variables():
-    defaults = yaml.safe_load((REPO / "roles" / "plan" / "defaults" / "main.yml").read_text())
+    defaults = _plan_defaults()
     skipped = {}
     for path, args in _role_uses():
         if "rolespec_validate" not in args:
@@ -93,8 +102,7 @@ def test_the_argument_check_is_skipped_only_where_the_plan_checked_the_same_vari
         role = args["name"].rpartition(".")[2]
         assert path.name == "hosts.yml" and role in defaults["plan_node_roles"], key
         assert args["rolespec_validate"] == HOSTS_SKIP.format(role=role), key
-    hosts = _load(REPO / "playbooks" / "hosts.yml")
-    assert hosts[1]["vars"]["__hosts_plan_checked"] == "{{ gpufabric_intent.plan_node_roles | default([]) }}"
+    assert _hosts_plan_checked() == "{{ gpufabric_intent.plan_node_roles | default([]) }}"
     # every host role of hosts.yml's main block is one of them (the test cannot pass on none)
     assert {k for k in skipped if k[0] == "hosts.yml"} == {
         ("hosts.yml", f"gpufabric.rollout.{role}") for role in defaults["plan_node_roles"] if role != "validate"
@@ -107,7 +115,7 @@ def test_the_kept_intent_names_the_roles_the_plan_checked():
     from ansible_collections.gpufabric.rollout.plugins.action import plan as plan_action
     from ansible_collections.gpufabric.rollout.plugins.module_utils.intent import check as intent_check
 
-    defaults = yaml.safe_load((REPO / "roles" / "plan" / "defaults" / "main.yml").read_text())
+    defaults = _plan_defaults()
     values, _problems = intent_check.check_scope(plan_action.SPECS, "node_intent", defaults["plan_node_roles"], {})
     assert values["plan_node_roles"] == defaults["plan_node_roles"]
     values, _problems = intent_check.check_scope(
@@ -127,7 +135,7 @@ def test_hosts_yml_checks_a_role_the_plan_did_not_check(tmp_path):
                     "name": "hosts.yml's switch",
                     "hosts": "localhost",
                     "gather_facts": False,
-                    "vars": {"__hosts_plan_checked": "{{ gpufabric_intent.plan_node_roles | default([]) }}"},
+                    "vars": {"__hosts_plan_checked": _hosts_plan_checked()},
                     "tasks": [
                         {
                             "name": "Include it",
