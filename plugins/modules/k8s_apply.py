@@ -19,6 +19,10 @@ description:
     fields it took.
   - An object is reported changed when its content (without status and what the API server stamps) differs after
     the apply. In check mode every apply is a dry run on the API server.
+  - With O(prune_kinds), after every object was applied, the objects this collection made earlier for
+    O(component) of O(instance) (found by their labels among the prune kinds) that O(objects) no longer has are
+    deleted, with the same client and the same retries. A kind the API server does not serve has nothing to
+    prune. In check mode nothing is deleted and the objects a real run deletes are named in RV(pruned).
   - Needs the C(kubernetes) Python library on the controller, as C(kubernetes.core) does.
 options:
   objects:
@@ -36,9 +40,31 @@ options:
     choices: [fail, take]
     default: fail
   component:
-    description: What the objects are, for messages.
+    description:
+      - What the objects are, for messages.
+      - With O(prune_kinds), the component whose objects are pruned (the C(gpufabric.io/component) label).
     type: str
     default: objects
+  apply:
+    description:
+      - Whether to apply O(objects). With V(false) they are only the plan that O(prune_kinds) prunes against, as
+        in a check run before the objects' kinds are served.
+    type: bool
+    default: true
+  prune_kinds:
+    description:
+      - The kinds the component can ever create, each with C(version), C(resources) (plural names) and
+        C(api_group) for a custom kind, and C(namespace) to list it in that namespace only.
+      - Empty, nothing is pruned.
+    type: list
+    elements: dict
+    default: []
+  instance:
+    description:
+      - The deployment (C(gpufabric_instance)) whose objects are pruned (the C(gpufabric.io/instance) label). Another
+        instance's objects are never touched.
+      - Required with O(prune_kinds).
+    type: str
   retry_timeout:
     description: Seconds one request is retried in all on transient answers.
     type: float
@@ -86,11 +112,18 @@ conflicts:
   returned: always
   type: list
   elements: dict
+pruned:
+  description: The objects (Kind/namespace/name) that left the plan and were deleted (in check mode, would be).
+  returned: always
+  type: list
+  elements: str
 """
 
 import copy
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import k8s_apply_outcome as _outcome
+from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import k8s_prune as _k8s_prune
+from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import k8s_publish as _k8s_publish
 from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import k8s_retry as _k8s_retry
 from ansible_collections.kubernetes.core.plugins.module_utils.ansiblemodule import AnsibleModule
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
@@ -106,10 +139,15 @@ def main():
         conflicts=dict(type="str", choices=list(_outcome.MODES), default="fail"),
         component=dict(type="str", default="objects"),
         retry_timeout=dict(type="float", default=60),
+        apply=dict(type="bool", default=True),
+        prune_kinds=dict(type="list", elements="dict", default=[]),
+        instance=dict(type="str"),
     )
     module = AnsibleK8SModule(module_class=AnsibleModule, argument_spec=spec, supports_check_mode=True)
     p = module.params
-    result = dict(changed=False, applied=[], unchanged=0, taken=[], conflicts=[])
+    result = dict(changed=False, applied=[], unchanged=0, taken=[], conflicts=[], pruned=[])
+    if p["prune_kinds"] and not p["instance"]:
+        module.fail_json(msg="instance is required with prune_kinds (gpufabric_instance)", **result)
     from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
 
     try:
@@ -117,29 +155,55 @@ def main():
         client = _k8s_retry.call(
             lambda: get_api_client(module=module).client, "the API server's discovery", p["retry_timeout"]
         )
+        objects = p["objects"] if p["apply"] else []
         results = _outcome.apply_all(
-            client, p["objects"], p["field_manager"], p["conflicts"], module.check_mode, p["retry_timeout"]
+            client, objects, p["field_manager"], p["conflicts"], module.check_mode, p["retry_timeout"]
         )
     except _outcome.ApplyError as exc:
         module.fail_json(msg=str(exc), **result)
     except (CoreException, _k8s_retry.RetryError) as exc:
         module.fail_json(msg=f"could not reach the API server: {exc}", **result)
+    failure = _outcome.failure_message(results, p["component"])
+    pruned = {"pruned": [], "found": [], "errors": []}
+    # Nothing is pruned after a failed apply, as a failed apply task ended the role before.
+    if p["prune_kinds"] and not failure:
+        try:
+            pruned = _k8s_prune.prune(
+                client,
+                p["prune_kinds"],
+                p["objects"],
+                p["component"],
+                p["instance"],
+                module.check_mode,
+                p["retry_timeout"],
+            )
+        except _k8s_publish.PublishError as exc:
+            module.fail_json(msg=f"{p['component']}: {exc}", **result)
+        except (CoreException, _k8s_retry.RetryError) as exc:
+            module.fail_json(msg=f"could not list what an earlier run made for {p['component']}: {exc}", **result)
+        except Exception as exc:  # a refused listing (403, a malformed answer): nothing was deleted
+            text = " ".join(str(getattr(exc, "body", None) or exc).split())[:400]
+            module.fail_json(msg=f"could not list what an earlier run made for {p['component']}: {text}", **result)
     changed = [r for r in results if r["changed"]]
     result.update(
-        changed=bool(changed),
+        changed=bool(changed) or bool(pruned["pruned"]),
+        pruned=pruned["pruned"],
         applied=[r["ref"] for r in changed],
         unchanged=sum(1 for r in results if not r["changed"] and not r["error"] and not r["conflict"]),
         taken=_outcome.taken_message(results),
         conflicts=[{"object": r["ref"], "held": r["conflict"]} for r in results if r["conflict"]],
     )
-    if module._diff and changed:
+    if module._diff and (changed or pruned["found"]):
         result["diff"] = [
             {"before_header": r["ref"], "after_header": r["ref"], "before": r["before"] or {}, "after": r["after"]}
             for r in changed
+        ] + [
+            {"before_header": what, "after_header": f"{what} (deleted)", "before": obj, "after": {}}
+            for what, obj in zip(pruned["pruned"], pruned["found"])
         ]
     for line in result["taken"]:
         module.warn(line)
-    failure = _outcome.failure_message(results, p["component"])
+    failure = failure or _k8s_prune.failure_message(pruned["errors"], p["component"])
     if failure:
         module.fail_json(msg=failure, **result)
     module.exit_json(**result)
