@@ -34,7 +34,7 @@ options:
     type: str
     default: "0644"
 author:
-  - gpufabric.rollout contributors
+  - gpufabric.rollout contributors (@gpufabric)
 """
 
 EXAMPLES = r"""

@@ -1,7 +1,8 @@
 """API faults (plugins/module_utils/apply/k8s_retry.py): 429, 5xx, 409 and a lost connection are retried
 with backoff within a bounded total, then fail naming the object; anything else fails at once. The
-access check (plugins/modules/k8s_access.py) goes through it, and the roles' kubernetes.core tasks
-on the publish and drain paths retry the same answers (k8s_transient) a bounded number of times."""
+access check (plugins/modules/k8s_access.py) and the publish path (k8s_apply, its prune included) go
+through it, and the roles' kubernetes.core tasks on the drain path retry the same answers
+(k8s_transient) a bounded number of times."""
 
 from __future__ import annotations
 
@@ -143,7 +144,6 @@ def api_tasks(path):
 @pytest.mark.parametrize(
     "path",
     [
-        "roles/k8s_publish/tasks/apply.yml",
         "roles/node_maintenance/tasks/main.yml",
         "roles/node_maintenance/tasks/hold.yml",
         "roles/node_maintenance/tasks/uncordon.yml",
@@ -158,6 +158,19 @@ def test_the_publish_and_drain_paths_retry_transient_answers_a_bounded_number_of
             unretried.append(task["name"])
     assert unretried == [], f"{path}: kubernetes.core tasks without a bounded retry of transient answers"
     assert api_tasks(REPO / path)
+
+
+def test_the_publish_path_applies_and_prunes_in_the_module_that_retries():
+    """k8s_publish applies and prunes through gpufabric.rollout.k8s_apply, whose every request (the prune's
+    listings and deletes included) goes through k8s_retry.call (tests/unit/cluster/test_k8s_prune.py); no
+    kubernetes.core task of its own is left to retry."""
+    path = REPO / "roles/k8s_publish/tasks/apply.yml"
+    assert api_tasks(path) == [], "a kubernetes.core task on the publish path"
+    publish = [t for t in yaml.safe_load(path.read_text()) if "gpufabric.rollout.k8s_apply" in t]
+    assert len(publish) == 1
+    args = publish[0]["gpufabric.rollout.k8s_apply"]
+    assert "k8s_publish_prune_kinds" in args["prune_kinds"] and "k8s_publish_instance" in args["instance"]
+    assert "k8s_publish_prune | bool" in args["prune_kinds"], "k8s_publish_prune: false prunes nothing"
 
 
 @pytest.mark.parametrize(
