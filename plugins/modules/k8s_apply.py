@@ -163,10 +163,20 @@ def main():
         module.fail_json(msg=str(exc), **result)
     except (CoreException, _k8s_retry.RetryError) as exc:
         module.fail_json(msg=f"could not reach the API server: {exc}", **result)
+    changed = [r for r in results if r["changed"]]
+    # What was applied is in the result from here on, also when the prune below fails.
+    result.update(
+        changed=bool(changed),
+        applied=[r["ref"] for r in changed],
+        unchanged=sum(1 for r in results if not r["changed"] and not r["error"] and not r["conflict"]),
+        taken=_outcome.taken_message(results),
+        conflicts=[{"object": r["ref"], "held": r["conflict"]} for r in results if r["conflict"]],
+    )
     failure = _outcome.failure_message(results, p["component"])
     pruned = {"pruned": [], "found": [], "errors": []}
     # Nothing is pruned after a failed apply, as a failed apply task ended the role before.
     if p["prune_kinds"] and not failure:
+        listing = f"could not list what an earlier run made for {p['component']} (nothing was deleted)"
         try:
             pruned = _k8s_prune.prune(
                 client,
@@ -180,19 +190,11 @@ def main():
         except _k8s_publish.PublishError as exc:
             module.fail_json(msg=f"{p['component']}: {exc}", **result)
         except (CoreException, _k8s_retry.RetryError) as exc:
-            module.fail_json(msg=f"could not list what an earlier run made for {p['component']}: {exc}", **result)
-        except Exception as exc:  # a refused listing (403, a malformed answer): nothing was deleted
+            module.fail_json(msg=f"{listing}: {exc}", **result)
+        except Exception as exc:  # a refused listing (403, a malformed answer)
             text = " ".join(str(getattr(exc, "body", None) or exc).split())[:400]
-            module.fail_json(msg=f"could not list what an earlier run made for {p['component']}: {text}", **result)
-    changed = [r for r in results if r["changed"]]
-    result.update(
-        changed=bool(changed) or bool(pruned["pruned"]),
-        pruned=pruned["pruned"],
-        applied=[r["ref"] for r in changed],
-        unchanged=sum(1 for r in results if not r["changed"] and not r["error"] and not r["conflict"]),
-        taken=_outcome.taken_message(results),
-        conflicts=[{"object": r["ref"], "held": r["conflict"]} for r in results if r["conflict"]],
-    )
+            module.fail_json(msg=f"{listing}: {text}", **result)
+    result.update(changed=bool(changed) or bool(pruned["pruned"]), pruned=pruned["pruned"])
     if module._diff and (changed or pruned["found"]):
         result["diff"] = [
             {"before_header": r["ref"], "after_header": r["ref"], "before": r["before"] or {}, "after": r["after"]}

@@ -209,3 +209,68 @@ def test_a_bad_instance_or_prune_kind_is_refused_naming_it():
         prune(FakeCluster([]), PLANNED, instance="Not a label!")
     with pytest.raises(k8s_publish.PublishError, match=r"prune kinds\[0\] needs version and resources"):
         k8s_prune.prune(FakeCluster([]), [{"api_group": "x"}], PLANNED, "c", "lab", False, 30, call=no_sleep_call)
+
+
+class ApplyingCluster(FakeCluster):
+    """FakeCluster that also takes server-side applies (every object new), as k8s_apply's apply reads and patches."""
+
+    def __init__(self, objects):
+        super().__init__(objects)
+        self.resources = SimpleNamespace(get=self._any_resource)
+
+    def _any_resource(self, api_version, kind=None, name=None):
+        if kind is not None:
+            return SimpleNamespace(kind=kind, namespaced=True)
+        return self._resource(api_version, name)
+
+    def get(self, resource, name=None, namespace=None, label_selector=""):
+        if name is not None:
+            raise ApiError(404, "not found")
+        return super().get(resource, namespace=namespace, label_selector=label_selector)
+
+    def server_side_apply(self, resource, body, force_conflicts, field_manager, namespace, name, dry_run=None):
+        self.requests.append(("PATCH", resource.kind, namespace, name))
+        return dict(body, metadata=dict(body["metadata"], resourceVersion="1"))
+
+
+def run_module(monkeypatch, capsys, cluster, args):
+    import json
+
+    from ansible.module_utils.testing import patch_module_args
+
+    from ansible_collections.gpufabric.rollout.plugins.modules import k8s_apply
+    from ansible_collections.kubernetes.core.plugins.module_utils.k8s import client as k8s_client
+
+    monkeypatch.setattr(k8s_client, "get_api_client", lambda module: SimpleNamespace(client=cluster))
+    with patch_module_args(args), pytest.raises(SystemExit) as exc:
+        k8s_apply.main()
+    return exc.value.code, json.loads(capsys.readouterr().out)
+
+
+def test_the_module_applies_then_prunes_and_a_refused_listing_still_reports_what_was_applied(monkeypatch, capsys):
+    args = {
+        "objects": PLANNED,
+        "field_manager": "gpufabric-rollout",
+        "component": "rdma_networks",
+        "prune_kinds": KINDS,
+        "instance": "lab",
+        "retry_timeout": 0,
+    }
+    cluster = ApplyingCluster(cluster_with_leftovers().objects)
+    code, result = run_module(monkeypatch, capsys, cluster, args)
+    assert code == 0 and result["changed"] is True, result
+    assert result["applied"] == ["IPPool/nv-ipam/rail0", "ConfigMap/nccl/nccl-env"]
+    assert result["pruned"] == ["ConfigMap/nccl/old-env", "IPPool/nv-ipam/rail9", "StorageClass//old-class"]
+
+    cluster = ApplyingCluster(cluster_with_leftovers().objects)
+    cluster.faults[("LIST", "ConfigMap")] = [ApiError(403, "configmaps is forbidden")]
+    code, result = run_module(monkeypatch, capsys, cluster, args)
+    assert code == 1
+    assert result["msg"] == (
+        "could not list what an earlier run made for rdma_networks (nothing was deleted): configmaps is forbidden"
+    )
+    assert result["applied"] == ["IPPool/nv-ipam/rail0", "ConfigMap/nccl/nccl-env"], "what was applied is reported"
+    assert result["pruned"] == [] and not [r for r in cluster.requests if r[0] == "DELETE"]
+
+    code, result = run_module(monkeypatch, capsys, ApplyingCluster([]), dict(args, instance=None))
+    assert code == 1 and result["msg"] == "instance is required with prune_kinds (gpufabric_instance)"
