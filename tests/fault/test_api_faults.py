@@ -19,9 +19,15 @@ from api_publish import bare_cluster, bystanders, configmaps, contents, lost, mi
 from controlplane_support import REPO
 from fault_proxy import FaultProxy
 
+from ansible_collections.gpufabric.rollout.plugins.modules import k8s_apply as _k8s_apply
+
+APPLY = "gpufabric.rollout.k8s_apply"
+
 
 def retry_bound() -> float:
-    """The longest one k8s_publish task retries a transient answer (its retries x delay), in seconds."""
+    """The longest k8s_publish retries one transient answer, in seconds: a task's retries x delay, or the
+    retry_timeout of its k8s_apply call (the task's, else the module's documented default), through which
+    every apply and prune request goes."""
 
     def walk(tasks):
         for task in tasks or []:
@@ -29,8 +35,11 @@ def retry_bound() -> float:
             for key in ("block", "rescue", "always"):
                 yield from walk(task.get(key))
 
-    tasks = yaml.safe_load((REPO / "roles" / "k8s_publish" / "tasks" / "apply.yml").read_text())
-    return max(int(t.get("retries", 0)) * int(t.get("delay", 0)) for t in walk(tasks))
+    tasks = list(walk(yaml.safe_load((REPO / "roles" / "k8s_publish" / "tasks" / "apply.yml").read_text())))
+    default = yaml.safe_load(_k8s_apply.DOCUMENTATION)["options"]["retry_timeout"]["default"]
+    module = [float(t[APPLY].get("retry_timeout", default)) for t in tasks if APPLY in t]
+    assert module, "k8s_publish applies through gpufabric.rollout.k8s_apply"
+    return max([float(int(t.get("retries", 0)) * int(t.get("delay", 0))) for t in tasks] + module)
 
 
 @pytest.fixture(scope="module")
