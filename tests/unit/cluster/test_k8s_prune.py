@@ -69,7 +69,9 @@ class FakeCluster:
             raise ResourceNotFoundError(f"No matches found for {{'api_version': '{api_version}', 'name': '{name}'}}")
         return RESOURCES[(api_version, name)]
 
-    def get(self, resource, namespace=None, label_selector=""):
+    def get(self, resource, name=None, namespace=None, label_selector=""):
+        if name is not None:  # the apply's read of one object: every object is new here
+            raise ApiError(404, "not found")
         self.requests.append(("LIST", resource.kind, namespace, label_selector))
         self._fault(("LIST", resource.kind))
         wanted = dict(part.split("=", 1) for part in label_selector.split(","))
@@ -222,11 +224,6 @@ class ApplyingCluster(FakeCluster):
         if kind is not None:
             return SimpleNamespace(kind=kind, namespaced=True)
         return self._resource(api_version, name)
-
-    def get(self, resource, name=None, namespace=None, label_selector=""):
-        if name is not None:
-            raise ApiError(404, "not found")
-        return super().get(resource, namespace=namespace, label_selector=label_selector)
 
     def server_side_apply(self, resource, body, force_conflicts, field_manager, namespace, name, dry_run=None):
         self.requests.append(("PATCH", resource.kind, namespace, name))
