@@ -79,7 +79,9 @@ unit: tools controlplane
 
 # make test-fast runs the unit tests in two parts: UNIT_LATE after lint, in lint's lane, the rest in
 # a lane of its own, so that no lane runs alone at the end (docs/contributing.md has the times).
-UNIT_LATE := tests/unit/plan tests/unit/validate tests/security
+# The plan tests come last: they import their conftest.py as `conftest`, and pytest loads the conftest
+# files of the paths it is given in their order, so the last one's is the `conftest` module.
+UNIT_LATE := tests/security tests/unit/validate tests/unit/plan
 unit-early: tools controlplane
 	pytest $(addprefix --ignore=,$(UNIT_LATE))
 

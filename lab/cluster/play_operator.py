@@ -53,6 +53,7 @@ import re
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional
 
@@ -63,6 +64,10 @@ FIELD_MANAGER = "gpufabric-lab-operator-standin"
 NICS_ANNOTATION = "lab.gpufabric.io/rdma-nics"
 DRA_ANNOTATION = "lab.gpufabric.io/dra-devices"
 SLICE_LABEL = "lab.gpufabric.io/played-driver"
+# Node status patches sent at a time, and the least gap between two passes over the Nodes (a watched
+# Node changes with every heartbeat kwok writes; each pass lists every Node).
+NODE_WORKERS = 8
+NODE_PASS_GAP = 1.0
 # The per-node labels that switch a driver off a node (docs/facts.md, "GPU Operator: per-node allocation
 # mode"; the collection's own label for dranet): {driver: (label, value that switches it off)}.
 DRIVER_OFF = {
@@ -401,6 +406,7 @@ class StandIn:
         self.kubeconfig = kubeconfig
         self.mode_file = mode_file
         self.dirty = threading.Event()
+        self.nodes_dirty = threading.Event()
 
     def _api(self):
         return config.new_client_from_config(config_file=self.kubeconfig)
@@ -419,6 +425,7 @@ class StandIn:
             try:
                 for _event in watch.Watch().stream(list_call, timeout_seconds=60, allow_watch_bookmarks=False):
                     self.dirty.set()
+                    self.nodes_dirty.set()
             except ApiException as exc:
                 if exc.status not in (404, 410):
                     print(f"play_operator: watch {name}: {exc.status} {exc.reason}", file=sys.stderr, flush=True)
@@ -427,6 +434,7 @@ class StandIn:
                 print(f"play_operator: watch {name}: {exc}", file=sys.stderr, flush=True)
                 time.sleep(1)
             self.dirty.set()
+            self.nodes_dirty.set()
 
     def start_watches(self) -> None:
         core = client.CoreV1Api(self._api())
@@ -446,8 +454,14 @@ class StandIn:
             t.start()
 
     def reconcile(self) -> int:
+        """One full pass: the custom resources' statuses, then the Nodes' resources and slices."""
         api = self._api()
-        core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
+        changed, policies = self.reconcile_statuses(api)
+        return changed + self.reconcile_nodes(api, policies)
+
+    def reconcile_statuses(self, api) -> tuple:
+        """Write each custom resource's status; (how many were written, the (operand, object) pairs)."""
+        custom = client.CustomObjectsApi(api)
         state = self.mode()
         changed = 0
         policies = []
@@ -474,26 +488,34 @@ class StandIn:
                         _content_type="application/merge-patch+json",
                     )
                     changed += 1
-        nodes = api.sanitize_for_serialization(core.list_node()).get("items", [])
+        return changed, policies
+
+    def reconcile_nodes(self, api, policies) -> int:
+        """Advertise each Node's resources (NODE_WORKERS patches at a time) and publish the slices."""
+        core = client.CoreV1Api(api)
+        # The list as JSON: the typed NodeList of thousands of Nodes costs seconds to build.
+        nodes = json.loads(core.list_node(_preload_content=False).data).get("items") or []
+        patches = []
         for node in nodes:
             want = node_resources(node, policies)
-            if owned_resources(node) == want:
-                continue
+            if owned_resources(node) != want:
+                patches.append((node["metadata"]["name"], want))
+
+        def patch(item):
+            name, want = item
             body = {
                 "apiVersion": "v1",
                 "kind": "Node",
-                "metadata": {"name": node["metadata"]["name"]},
+                "metadata": {"name": name},
                 "status": {"capacity": want, "allocatable": want},
             }
             core.patch_node_status(
-                node["metadata"]["name"],
-                body,
-                field_manager=FIELD_MANAGER,
-                force=True,
-                _content_type="application/apply-patch+yaml",
+                name, body, field_manager=FIELD_MANAGER, force=True, _content_type="application/apply-patch+yaml"
             )
-            changed += 1
-        return changed + self.reconcile_slices(api, nodes)
+
+        with ThreadPoolExecutor(max_workers=NODE_WORKERS) as pool:
+            list(pool.map(patch, patches))
+        return len(patches) + self.reconcile_slices(api, nodes)
 
     def reconcile_slices(self, api, nodes: List[Dict[str, Any]]) -> int:
         """Publish the played drivers' ResourceSlices; remove those of drivers no longer played."""
@@ -519,11 +541,29 @@ class StandIn:
             changed += 1
         return changed
 
+    def node_loop(self) -> None:
+        """The Nodes' pass, in a thread of its own: with thousands of Nodes it takes minutes, and the
+        custom resources' statuses must not wait for it (a real operator's status does not either)."""
+        last_full = 0.0
+        while True:
+            self.nodes_dirty.wait(1.0)
+            if self.nodes_dirty.is_set() or time.monotonic() - last_full > 10:
+                self.nodes_dirty.clear()
+                try:
+                    api = self._api()
+                    self.reconcile_nodes(api, self.reconcile_statuses(api)[1])
+                    last_full = time.monotonic()
+                except Exception as exc:
+                    print(f"play_operator: reconcile the Nodes: {exc}", file=sys.stderr, flush=True)
+                    time.sleep(0.5)
+                time.sleep(NODE_PASS_GAP)
+
     def run(self, once: bool) -> int:
         if once:
             self.reconcile()
             return 0
         self.start_watches()
+        threading.Thread(target=self.node_loop, daemon=True).start()
         last_mode, last_full = None, 0.0
         while True:
             self.dirty.wait(0.5)
@@ -531,7 +571,7 @@ class StandIn:
             if self.dirty.is_set() or mode != last_mode or time.monotonic() - last_full > 10:
                 self.dirty.clear()
                 try:
-                    self.reconcile()
+                    self.reconcile_statuses(self._api())
                     last_mode, last_full = mode, time.monotonic()
                 except Exception as exc:
                     print(f"play_operator: reconcile: {exc}", file=sys.stderr, flush=True)
