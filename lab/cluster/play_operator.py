@@ -68,6 +68,8 @@ SLICE_LABEL = "lab.gpufabric.io/played-driver"
 # Node changes with every heartbeat kwok writes; each pass lists every Node).
 NODE_WORKERS = 8
 NODE_PASS_GAP = 1.0
+# A pass over the Nodes at least this often (seconds) even when no event asked for one.
+NODE_PASS_EVERY = 30
 # The per-node labels that switch a driver off a node (docs/facts.md, "GPU Operator: per-node allocation
 # mode"; the collection's own label for dranet): {driver: (label, value that switches it off)}.
 DRIVER_OFF = {
@@ -407,6 +409,7 @@ class StandIn:
         self.mode_file = mode_file
         self.dirty = threading.Event()
         self.nodes_dirty = threading.Event()
+        self._seen: Dict[str, str] = {}  # Node name: what the Nodes' pass read of it (node_changed)
 
     def _api(self):
         return config.new_client_from_config(config_file=self.kubeconfig)
@@ -419,11 +422,16 @@ class StandIn:
             state = ""
         return state if state in ("ready", "notReady") else "ready"
 
-    def watch_forever(self, list_call: Callable, name: str) -> None:
-        """List+watch in a loop; any event marks the world dirty. A missing CRD is waited for."""
+    def watch_forever(self, list_call: Callable, name: str, nodes_only: bool = False) -> None:
+        """List+watch in a loop; an event marks the world dirty (a Node's only the Nodes' pass, and only
+        when what that pass reads of it changed). A missing CRD is waited for."""
         while True:
             try:
-                for _event in watch.Watch().stream(list_call, timeout_seconds=60, allow_watch_bookmarks=False):
+                for event in watch.Watch().stream(list_call, timeout_seconds=60, allow_watch_bookmarks=False):
+                    if nodes_only:
+                        if self.node_changed(event):
+                            self.nodes_dirty.set()
+                        continue
                     self.dirty.set()
                     self.nodes_dirty.set()
             except ApiException as exc:
@@ -433,12 +441,37 @@ class StandIn:
             except Exception as exc:
                 print(f"play_operator: watch {name}: {exc}", file=sys.stderr, flush=True)
                 time.sleep(1)
-            self.dirty.set()
+            if not nodes_only:
+                self.dirty.set()
             self.nodes_dirty.set()
+
+    def node_changed(self, event: Dict[str, Any]) -> bool:
+        """Whether a Node event changed what the Nodes' pass reads (its labels, the snapshot annotations,
+        its capacity): kwok's heartbeats, a write every few seconds per Node, do not."""
+        raw = event.get("raw_object") or {}
+        meta = raw.get("metadata") or {}
+        name = meta.get("name", "")
+        if event.get("type") == "DELETED":
+            self._seen.pop(name, None)
+            return True
+        annotations = meta.get("annotations") or {}
+        key = json.dumps(
+            [
+                meta.get("labels") or {},
+                annotations.get(NICS_ANNOTATION),
+                annotations.get(DRA_ANNOTATION),
+                (raw.get("status") or {}).get("capacity") or {},
+            ],
+            sort_keys=True,
+        )
+        if self._seen.get(name) == key:
+            return False
+        self._seen[name] = key
+        return True
 
     def start_watches(self) -> None:
         core = client.CoreV1Api(self._api())
-        threads = [threading.Thread(target=self.watch_forever, args=(core.list_node, "nodes"), daemon=True)]
+        threads = [threading.Thread(target=self.watch_forever, args=(core.list_node, "nodes", True), daemon=True)]
         resource = client.ResourceV1Api(self._api())
         threads.append(
             threading.Thread(target=self.watch_forever, args=(resource.list_device_class, "deviceclasses"), daemon=True)
@@ -547,7 +580,7 @@ class StandIn:
         last_full = 0.0
         while True:
             self.nodes_dirty.wait(1.0)
-            if self.nodes_dirty.is_set() or time.monotonic() - last_full > 10:
+            if self.nodes_dirty.is_set() or time.monotonic() - last_full > NODE_PASS_EVERY:
                 self.nodes_dirty.clear()
                 try:
                     api = self._api()
