@@ -471,11 +471,21 @@ class StandIn:
 
     def start_watches(self) -> None:
         core = client.CoreV1Api(self._api())
-        threads = [threading.Thread(target=self.watch_forever, args=(core.list_node, "nodes", True), daemon=True)]
         resource = client.ResourceV1Api(self._api())
-        threads.append(
-            threading.Thread(target=self.watch_forever, args=(resource.list_device_class, "deviceclasses"), daemon=True)
-        )
+
+        # Wrapped, so that the watch finds no return type in a docstring and hands each event over as
+        # JSON only: building a typed V1Node of each of thousands of Nodes, on every relist and
+        # heartbeat, cost the stand-in a quarter of a CPU at 4,096 Nodes.
+        def nodes(*args, **kw):
+            return core.list_node(*args, **kw)
+
+        def device_classes(*args, **kw):
+            return resource.list_device_class(*args, **kw)
+
+        threads = [
+            threading.Thread(target=self.watch_forever, args=(nodes, "nodes", True), daemon=True),
+            threading.Thread(target=self.watch_forever, args=(device_classes, "deviceclasses"), daemon=True),
+        ]
         for operand in OPERANDS:
             custom = client.CustomObjectsApi(self._api())
 
