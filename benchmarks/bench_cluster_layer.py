@@ -224,9 +224,18 @@ def clone_records(plan_dir: Path, seeds: Dict[str, str], names: Dict[str, List[s
             store.save(host, dict(record, k8s_node_name=host))
 
 
+def machine_busy() -> float:
+    """CPU-s the whole machine has spent busy since boot (/proc/stat: user, nice, system, irq, softirq)."""
+    with open("/proc/stat", encoding="ascii") as handle:
+        fields = handle.readline().split()
+    return sum(int(fields[i]) for i in (1, 2, 3, 6, 7)) / os.sysconf("SC_CLK_TCK")
+
+
 def measure(cluster: pc.Cluster, what: str, args: List[str], log: Path, env) -> Dict[str, Any]:
     all_before, mark = pc.request_counts(cluster), pc.audit_mark(cluster)
+    busy_before = machine_busy()
     res = playbook(args, log, env)
+    busy = machine_busy() - busy_before
     mine = pc.audited(cluster, mark)
     everyone = pc.request_counts(cluster)
     everyone.subtract(all_before)
@@ -235,6 +244,9 @@ def measure(cluster: pc.Cluster, what: str, args: List[str], log: Path, env) -> 
     print(
         f"  {what:11s} rc {res['rc']}: {res['wall']:7.1f} s wall, {res['cpu']:7.1f} CPU-s, peak RSS "
         f"{res['rss_mib']:.0f} MiB; changed={res['changed']}\n"
+        f"      the machine's CPUs ({os.cpu_count()}) were busy {busy:.1f} CPU-s meanwhile: "
+        f"{max(0.0, busy - res['cpu']):.1f} of them not the run's (the lab's control plane, kwok, the stand-in, "
+        "other jobs)\n"
         f"      its requests: {pc.show(pc.by_verb(mine))}\n"
         f"      its writes (reviews, which store nothing, left out): {pc.show(pc.writes(mine))}\n"
         f"      others' writes meanwhile (kwok, controllers, operator stand-in): {pc.show(+others)}"
