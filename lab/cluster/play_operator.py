@@ -502,12 +502,11 @@ class StandIn:
         changed, policies = self.reconcile_statuses(api)
         return changed + self.reconcile_nodes(api, policies)
 
-    def reconcile_statuses(self, api) -> tuple:
-        """Write each custom resource's status; (how many were written, the (operand, object) pairs)."""
+    @staticmethod
+    def policies(api) -> List[tuple]:
+        """The (operand, object) pairs of every custom resource not being deleted."""
         custom = client.CustomObjectsApi(api)
-        state = self.mode()
-        changed = 0
-        policies = []
+        out = []
         for operand in OPERANDS:
             try:
                 items = custom.list_cluster_custom_object(operand.group, operand.version, operand.plural)["items"]
@@ -515,22 +514,28 @@ class StandIn:
                 if exc.status == 404:
                     continue  # CRD not installed (yet)
                 raise
-            for obj in items:
-                if (obj.get("metadata") or {}).get("deletionTimestamp"):
-                    continue
-                policies.append((operand, obj))
-                want = operand.status(obj, state)
-                have, wanted = _comparable(obj.get("status") or {}), _comparable(want)
-                if {k: have.get(k) for k in wanted} != wanted:
-                    custom.patch_cluster_custom_object_status(
-                        operand.group,
-                        operand.version,
-                        operand.plural,
-                        obj["metadata"]["name"],
-                        {"status": want},
-                        _content_type="application/merge-patch+json",
-                    )
-                    changed += 1
+            out.extend((operand, obj) for obj in items if not (obj.get("metadata") or {}).get("deletionTimestamp"))
+        return out
+
+    def reconcile_statuses(self, api) -> tuple:
+        """Write each custom resource's status; (how many were written, the (operand, object) pairs)."""
+        custom = client.CustomObjectsApi(api)
+        state = self.mode()
+        changed = 0
+        policies = self.policies(api)
+        for operand, obj in policies:
+            want = operand.status(obj, state)
+            have, wanted = _comparable(obj.get("status") or {}), _comparable(want)
+            if {k: have.get(k) for k in wanted} != wanted:
+                custom.patch_cluster_custom_object_status(
+                    operand.group,
+                    operand.version,
+                    operand.plural,
+                    obj["metadata"]["name"],
+                    {"status": want},
+                    _content_type="application/merge-patch+json",
+                )
+                changed += 1
         return changed, policies
 
     def reconcile_nodes(self, api, policies) -> int:
@@ -587,17 +592,18 @@ class StandIn:
     def node_loop(self) -> None:
         """The Nodes' pass, in a thread of its own: with thousands of Nodes it takes minutes, and the
         custom resources' statuses must not wait for it (a real operator's status does not either)."""
-        last_full = 0.0
+        last_full, api = 0.0, None
         while True:
             self.nodes_dirty.wait(1.0)
             if self.nodes_dirty.is_set() or time.monotonic() - last_full > NODE_PASS_EVERY:
                 self.nodes_dirty.clear()
                 try:
-                    api = self._api()
-                    self.reconcile_nodes(api, self.reconcile_statuses(api)[1])
+                    api = api or self._api()  # one client, and its connections, while it works
+                    self.reconcile_nodes(api, self.policies(api))
                     last_full = time.monotonic()
                 except Exception as exc:
                     print(f"play_operator: reconcile the Nodes: {exc}", file=sys.stderr, flush=True)
+                    api = None
                     time.sleep(0.5)
                 time.sleep(NODE_PASS_GAP)
 
@@ -607,17 +613,19 @@ class StandIn:
             return 0
         self.start_watches()
         threading.Thread(target=self.node_loop, daemon=True).start()
-        last_mode, last_full = None, 0.0
+        last_mode, last_full, api = None, 0.0, None
         while True:
             self.dirty.wait(0.5)
             mode = (self.mode(), _mtime(self.mode_file))
             if self.dirty.is_set() or mode != last_mode or time.monotonic() - last_full > 10:
                 self.dirty.clear()
                 try:
-                    self.reconcile_statuses(self._api())
+                    api = api or self._api()
+                    self.reconcile_statuses(api)
                     last_mode, last_full = mode, time.monotonic()
                 except Exception as exc:
                     print(f"play_operator: reconcile: {exc}", file=sys.stderr, flush=True)
+                    api = None
                     time.sleep(0.5)
 
 
