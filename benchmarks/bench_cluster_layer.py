@@ -28,7 +28,10 @@ docs/performance.md, "The cluster layer at scale"): N=64 first 169.5 s / 60.2 CP
 63.1 CPU-s with 20 PATCHes (before k8s_apply skipped unchanged objects); N=512 first 251.3 s / 70.2
 CPU-s; N=4,096 no-op rerun 323.9 s / 108.7 CPU-s, 172 MiB, no write. The 4,096 first run failed in
 the GPU Operator's wait: the lab's operator stand-in writes the ClusterPolicy status only after
-advertising RDMA resources on every Node.
+advertising RDMA resources on every Node. On 2026-12-07, with the prune in the apply call and the
+stand-in writing statuses beside its Node pass, on the machine alone: N=4,096 first run 132.7 and
+134.7 s / 63.0 and 64.1 CPU-s, no-op rerun 86.0 and 89.3 s / 53.3 and 54.3 CPU-s with no write,
+189 MiB at most; the machine's two CPUs were busy throughout, two thirds of it with the control plane.
 
     .venv/bin/python benchmarks/bench_cluster_layer.py [N ...]
 """
