@@ -77,13 +77,17 @@ lint: venv
 unit: tools controlplane
 	pytest
 
-# make test-fast runs the unit tests in two parts: UNIT_LATE after lint, in lint's lane, the rest in
-# a lane of its own, so that no lane runs alone at the end (docs/contributing.md has the times).
-# The plan tests come last: they import their conftest.py as `conftest`, and pytest loads the conftest
-# files of the paths it is given in their order, so the last one's is the `conftest` module.
+# make test-fast runs the unit tests in two parts: UNIT_LATE after lint, in lint's lane, UNIT_EARLY
+# without what UNIT_LATE holds in a lane of its own, so that no lane runs alone at the end
+# (docs/contributing.md has the times). Together they are pyproject.toml's testpaths
+# (tests/unit/lab/test_unit_split.py). pytest ignores no path it is given itself, so UNIT_EARLY names
+# none that UNIT_LATE holds. The plan tests come last: they import their conftest.py as `conftest`,
+# and pytest loads the conftest files of the paths it is given in their order, so the last one's is
+# the `conftest` module.
+UNIT_EARLY := tests/unit
 UNIT_LATE := tests/security tests/unit/validate tests/unit/plan
 unit-early: tools controlplane
-	pytest $(addprefix --ignore=,$(UNIT_LATE))
+	pytest $(UNIT_EARLY) $(addprefix --ignore=,$(UNIT_LATE))
 
 unit-late: tools controlplane
 	pytest $(UNIT_LATE)
