@@ -60,18 +60,19 @@ def test_install_upgrade_rollback_with_wait(cluster, helm):
         "90s",
     )
 
-    # helm's --wait returns once 3 replicas are ready; under load the rollout's surge Pod may still be
-    # counted for a moment (ready 4 of 3), so the settled state is awaited, bounded.
-    def settled():
+    # helm's --wait returns once the wanted replicas are ready; under load the rollout's surge Pod, or
+    # the Pods a scale-down still removes, may be counted for a moment (ready 4 of 3 after the
+    # upgrade, 2 of 1 after the rollback), so the settled state is awaited, bounded.
+    def settled(replicas):
         dep = apps.read_namespaced_deployment("demo", ns)
-        return (dep.spec.replicas, dep.status.ready_replicas, dep.status.replicas) == (3, 3, 3)
+        return (dep.spec.replicas, dep.status.ready_replicas, dep.status.replicas) == (replicas,) * 3
 
-    wait_until(settled, "the upgraded Deployment settled at 3 ready replicas", timeout=60)
+    wait_until(lambda: settled(3), "the upgraded Deployment settled at 3 ready replicas", timeout=60)
     assert client.CoreV1Api(cluster.api()).read_namespaced_config_map("demo-config", ns).data == {"greeting": "hi"}
 
     helm("rollback", "demo", "1", "-n", ns, "--wait", "--timeout", "90s")
-    dep = apps.read_namespaced_deployment("demo", ns)
-    assert (dep.spec.replicas, dep.status.ready_replicas, dep.status.replicas) == (1, 1, 1)
+    assert apps.read_namespaced_deployment("demo", ns).spec.replicas == 1
+    wait_until(lambda: settled(1), "the rolled-back Deployment settled at 1 ready replica", timeout=60)
     history = json.loads(helm("history", "demo", "-n", ns, "-o", "json"))
     assert [(h["revision"], h["status"]) for h in history] == [(1, "superseded"), (2, "superseded"), (3, "deployed")]
     assert history[-1]["description"] == "Rollback to 1"
