@@ -175,13 +175,24 @@ class HostLab:
 
     # -- runs -------------------------------------------------------------------------------
     def playbook(
-        self, name: str, *args: str, watch: Optional[Callable[[str], None]] = None, timeout: float = 600
+        self,
+        name: str,
+        *args: str,
+        watch: Optional[Callable[[str], None]] = None,
+        timeout: float = 600,
+        connection: Optional[str] = None,
     ) -> Run:
         """playbooks/hosts.yml (or ARGS' playbook) against this lab, as lab/lab.sh runs it; `watch`
-        sees each output line as it comes."""
+        sees each output line as it comes. `connection: ssh` runs it over SSH with Ansible's own
+        strategy (what users run) whatever the lab's transport."""
+        env = dict(self.env)
+        if connection == "ssh":
+            env.update(GPUFABRIC_LAB_CONNECTION="ssh", ANSIBLE_STRATEGY="linear", ANSIBLE_STRATEGY_PLUGINS="")
+        elif connection is not None:
+            raise ValueError(f"connection: ssh or None, not {connection!r}")
         extra = [
             "-e",
-            f"gpufabric_lab_connection={self.env['GPUFABRIC_LAB_CONNECTION']}",
+            f"gpufabric_lab_connection={env['GPUFABRIC_LAB_CONNECTION']}",
             "-e",
             f"network_operator_crds_dir={self.crds}",
             "-e",
@@ -204,7 +215,7 @@ class HostLab:
             proc = subprocess.Popen(
                 [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(INVENTORY), *extra, *args],
                 cwd=REPO,
-                env=dict(self.env, TMPDIR=str(tmp)),
+                env=dict(env, TMPDIR=str(tmp)),
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 text=True,

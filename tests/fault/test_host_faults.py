@@ -101,21 +101,30 @@ def test_node_stopped_in_the_middle_of_the_host_layer(lab, fault_row):
             lab.stop_node(SECOND)
             stopped.set()
 
-    fault = lab.playbook("stopped-node", HOSTS, watch=watch)
-    fault_row.runs += 1
-    assert stopped.is_set(), f"the run never reached roce on {SECOND} (log {fault.log})"
-    assert fault.rc != 0, "the run succeeded with a node stopped in its middle"
-    assert fault.clean(FIRST) and fault.changed(FIRST) > 0, f"{FIRST} did not finish its batch: {fault.recap}"
-    assert fault.recap[SECOND]["unreachable"] == 1, f"{SECOND} not reported unreachable: {fault.recap}"
-    assert fault.changed_tasks(SECOND), f"{SECOND} changed nothing before the fault: the fault came too early"
-    report = report_of(lab)
-    assert SECOND in report, f"the failed run left no report naming {SECOND} ({fault.log})"
-    assert "next role roce" in report[SECOND], report[SECOND][:600]
-    assert "--- doca_ofed ---" in report[SECOND] and "--- roce ---" not in report[SECOND], report[SECOND][:3000]
-    assert not not_finished(report, FIRST) and "--- roce ---" in report[FIRST], report[FIRST][:600]
-    fault_row.unnamed_half_configured = unnamed_half_configured(fault, lab)
-    first_after_fault = node_fingerprint(lab, FIRST)
-
+    # Over SSH, the transport users run: over the lab's Mitogen, a node that dies while Mitogen forwards
+    # the task's modules to it is a failed task with Mitogen's own error (an AttributeError in its
+    # service's _forward), not an unreachable node (CI, 2026-12-07).
+    # A failure before the node is started again below starts it here, so that the next tests find
+    # both nodes up.
+    try:
+        fault = lab.playbook("stopped-node", HOSTS, watch=watch, connection="ssh")
+        fault_row.runs += 1
+        assert stopped.is_set(), f"the run never reached roce on {SECOND} (log {fault.log})"
+        assert fault.rc != 0, "the run succeeded with a node stopped in its middle"
+        assert fault.clean(FIRST) and fault.changed(FIRST) > 0, f"{FIRST} did not finish its batch: {fault.recap}"
+        assert fault.recap[SECOND]["unreachable"] == 1, f"{SECOND} not reported unreachable: {fault.recap}"
+        assert fault.changed_tasks(SECOND), f"{SECOND} changed nothing before the fault: the fault came too early"
+        report = report_of(lab)
+        assert SECOND in report, f"the failed run left no report naming {SECOND} ({fault.log})"
+        assert "next role roce" in report[SECOND], report[SECOND][:600]
+        assert "--- doca_ofed ---" in report[SECOND] and "--- roce ---" not in report[SECOND], report[SECOND][:3000]
+        assert not not_finished(report, FIRST) and "--- roce ---" in report[FIRST], report[FIRST][:600]
+        fault_row.unnamed_half_configured = unnamed_half_configured(fault, lab)
+        first_after_fault = node_fingerprint(lab, FIRST)
+    except BaseException:
+        if stopped.is_set():
+            lab.start_node(SECOND)
+        raise
     lab.start_node(SECOND)
     rerun = lab.playbook("stopped-node-rerun", HOSTS)
     fault_row.runs += 1
