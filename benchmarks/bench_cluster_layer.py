@@ -52,6 +52,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import private_cluster as pc  # benchmarks/private_cluster.py
+from machine_cpu import machine_busy  # benchmarks/machine_cpu.py
 
 sys.path.insert(0, str(pc.REPO / "tests"))
 from upstream_crds import UPSTREAM_CRDS  # tests/upstream_crds.py
@@ -227,18 +228,11 @@ def clone_records(plan_dir: Path, seeds: Dict[str, str], names: Dict[str, List[s
             store.save(host, dict(record, k8s_node_name=host))
 
 
-def machine_busy() -> float:
-    """CPU-s the whole machine has spent busy since boot (/proc/stat: user, nice, system, irq, softirq)."""
-    with open("/proc/stat", encoding="ascii") as handle:
-        fields = handle.readline().split()
-    return sum(int(fields[i]) for i in (1, 2, 3, 6, 7)) / os.sysconf("SC_CLK_TCK")
-
-
 def measure(cluster: pc.Cluster, what: str, args: List[str], log: Path, env) -> Dict[str, Any]:
     all_before, mark = pc.request_counts(cluster), pc.audit_mark(cluster)
-    busy_before = machine_busy()
+    busy_before = machine_busy()[0]
     res = playbook(args, log, env)
-    busy = machine_busy() - busy_before
+    busy = machine_busy()[0] - busy_before
     mine = pc.audited(cluster, mark)
     everyone = pc.request_counts(cluster)
     everyone.subtract(all_before)

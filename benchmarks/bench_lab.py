@@ -49,6 +49,7 @@ import time
 from pathlib import Path
 
 import yaml
+from machine_cpu import machine_busy  # benchmarks/machine_cpu.py
 
 REPO = Path(__file__).resolve().parents[1]
 LAB = REPO / "lab" / "lab.sh"
@@ -117,17 +118,6 @@ def process_tree_rss(root_pid: int) -> int:
         total += rss.get(pid, 0)
         todo.extend(children.get(pid, []))
     return total
-
-
-def machine_busy() -> tuple:
-    """(busy, stolen): CPU-seconds the whole machine has spent busy (not idle, not waiting for I/O,
-    not stolen), and those the hypervisor gave to other guests while this one had work (steal),
-    /proc/stat (proc(5); guest time is already counted in user)."""
-    with open("/proc/stat") as fh:
-        fields = [int(v) for v in fh.readline().split()[1:]] + [0] * 8
-    user, nice, system, _idle, _iowait, irq, softirq, steal = fields[:8]
-    tick = os.sysconf("SC_CLK_TCK")
-    return (user + nice + system + irq + softirq) / tick, steal / tick
 
 
 def lab_containers() -> list:
