@@ -96,6 +96,7 @@ class HostLab:
             LAB_NODES=" ".join(NODES),
             LAB_INVENTORY=str(INVENTORY),
         )
+        self._base_env = dict(self.env)  # before the transport's settings (_lab_env)
         self.env.update(self._lab_env())
 
     def _bash(self, script: str, **kw) -> subprocess.CompletedProcess:
@@ -109,12 +110,13 @@ class HostLab:
             **kw,
         )
 
-    def _lab_env(self) -> Dict[str, str]:
-        """What lab/common.sh's lab_connection_env exports for the lab's transport."""
+    def _lab_env(self, connection: Optional[str] = None) -> Dict[str, str]:
+        """What lab/common.sh's lab_connection_env exports for the lab's transport (or `connection`)."""
+        env = dict(self._base_env, GPUFABRIC_LAB_CONNECTION=connection) if connection else self._base_env
         out = subprocess.run(
             ["bash", "-c", 'source lab/common.sh && lab_connection_env && env | grep -E "^(ANSIBLE_|GPUFABRIC_LAB)"'],
             cwd=REPO,
-            env=self.env,
+            env=env,
             capture_output=True,
             text=True,
             check=True,
@@ -183,13 +185,9 @@ class HostLab:
         connection: Optional[str] = None,
     ) -> Run:
         """playbooks/hosts.yml (or ARGS' playbook) against this lab, as lab/lab.sh runs it; `watch`
-        sees each output line as it comes. `connection: ssh` runs it over SSH with Ansible's own
-        strategy (what users run) whatever the lab's transport."""
-        env = dict(self.env)
-        if connection == "ssh":
-            env.update(GPUFABRIC_LAB_CONNECTION="ssh", ANSIBLE_STRATEGY="linear", ANSIBLE_STRATEGY_PLUGINS="")
-        elif connection is not None:
-            raise ValueError(f"connection: ssh or None, not {connection!r}")
+        sees each output line as it comes. `connection` (one of lab/common.sh's LAB_CONNECTIONS) runs it
+        over that transport, with what lab_connection_env sets for it, whatever the lab's."""
+        env = dict(self.env, **self._lab_env(connection)) if connection else self.env
         extra = [
             "-e",
             f"gpufabric_lab_connection={env['GPUFABRIC_LAB_CONNECTION']}",
