@@ -1,7 +1,8 @@
 """Ansible's own argument-spec check runs at the start of every role, as it does for any role, but
-where the plan has checked the same variables on the same node: the plan role itself (its node
-check checks its main spec with every other) and, in hosts.yml, the host roles whose main specs
-the plan checked on that node (gpufabric_intent.plan_node_roles). Every role that works from the
+where the plan has checked the same variables on the same host: the plan role itself (its node
+check checks its main spec with every other), in hosts.yml the host roles whose main specs the
+plan checked on that node (gpufabric_intent.plan_node_roles), and in cluster.yml the cluster roles
+whose main specs the plan checked on the controller (gpufabric_intent.plan_cluster_roles). Every role that works from the
 plan requires it in its main spec, saying how to get it. So a role run alone, without the plan,
 stops at its first task naming the plan and the playbook that computes it, instead of failing
 somewhere inside on an undefined variable."""
@@ -43,6 +44,11 @@ def _hosts_plan_checked() -> str:
     return _load(REPO / "playbooks" / "hosts.yml")[1]["vars"]["__hosts_plan_checked"]
 
 
+def _cluster_plan_checked() -> str:
+    """cluster.yml's expression of the roles the cluster plan checked (its play's variable)."""
+    return _load(REPO / "playbooks" / "cluster.yml")[1]["vars"]["__cluster_plan_checked"]
+
+
 def _plan_roles() -> dict:
     """{role: the plan variable it works from}: the node roles the plan checks take the node's plan,
     the cluster roles the cluster plan."""
@@ -82,9 +88,11 @@ def test_the_role_inclusions_are_found():
 
 
 # Where the argument check may be switched off: the plan role in plan.yml (its node check is the
-# same check and more), and hosts.yml's host roles for the nodes whose plan checked them.
+# same check and more), hosts.yml's host roles for the nodes whose plan checked them, and
+# cluster.yml's cluster roles when the cluster plan checked them.
 PLAN_SKIP = {("plan.yml", "gpufabric.rollout.plan"): False}
 HOSTS_SKIP = "{{{{ '{role}' not in __hosts_plan_checked }}}}"
+CLUSTER_SKIP = "{{{{ '{role}' not in __cluster_plan_checked }}}}"
 
 
 def test_the_argument_check_is_skipped_only_where_the_plan_checked_the_same_variables():
@@ -100,12 +108,21 @@ def test_the_argument_check_is_skipped_only_where_the_plan_checked_the_same_vari
             assert args["rolespec_validate"] is PLAN_SKIP[key], key
             continue
         role = args["name"].rpartition(".")[2]
+        if path.name == "cluster.yml":
+            assert role in defaults["plan_cluster_roles"], key
+            assert args["rolespec_validate"] == CLUSTER_SKIP.format(role=role), key
+            continue
         assert path.name == "hosts.yml" and role in defaults["plan_node_roles"], key
         assert args["rolespec_validate"] == HOSTS_SKIP.format(role=role), key
     assert _hosts_plan_checked() == "{{ gpufabric_intent.plan_node_roles | default([]) }}"
+    assert _cluster_plan_checked() == "{{ gpufabric_intent.plan_cluster_roles | default([]) }}"
     # every host role of hosts.yml's main block is one of them (the test cannot pass on none)
     assert {k for k in skipped if k[0] == "hosts.yml"} == {
         ("hosts.yml", f"gpufabric.rollout.{role}") for role in defaults["plan_node_roles"] if role != "validate"
+    }
+    # and every cluster role of cluster.yml
+    assert {k for k in skipped if k[0] == "cluster.yml"} == {
+        ("cluster.yml", f"gpufabric.rollout.{role}") for role in defaults["plan_cluster_roles"]
     }
 
 
@@ -124,24 +141,37 @@ def test_the_kept_intent_names_the_roles_the_plan_checked():
     assert values["plan_node_roles"] == ["topology"]
 
 
-def test_hosts_yml_checks_a_role_the_plan_did_not_check(tmp_path):
-    """The templated switch: off for a role in the node's checked list, on for any other and on a node
-    without the plan."""
+@pytest.mark.parametrize(
+    "playbook,role,other,key",
+    [
+        ("hosts.yml", "nccl_config", "topology", "plan_node_roles"),
+        ("cluster.yml", "rdma_networks", "gpu_operator", "plan_cluster_roles"),
+    ],
+)
+def test_the_switch_checks_a_role_the_plan_did_not_check(tmp_path, playbook, role, other, key):
+    """The templated switch, as the playbook has it: off for a role in the checked list, on for any
+    other and without the plan."""
+    variable, expression = (
+        ("__hosts_plan_checked", _hosts_plan_checked())
+        if playbook == "hosts.yml"
+        else ("__cluster_plan_checked", _cluster_plan_checked())
+    )
+    switch = (HOSTS_SKIP if playbook == "hosts.yml" else CLUSTER_SKIP).format(role=role)
     play = tmp_path / "skip.yml"
     play.write_text(
         yaml.safe_dump(
             [
                 {
-                    "name": "hosts.yml's switch",
+                    "name": f"{playbook}'s switch",
                     "hosts": "localhost",
                     "gather_facts": False,
-                    "vars": {"__hosts_plan_checked": _hosts_plan_checked()},
+                    "vars": {variable: expression},
                     "tasks": [
                         {
                             "name": "Include it",
                             "ansible.builtin.include_role": {
-                                "name": "gpufabric.rollout.nccl_config",
-                                "rolespec_validate": HOSTS_SKIP.format(role="nccl_config"),
+                                "name": f"gpufabric.rollout.{role}",
+                                "rolespec_validate": switch,
                             },
                         }
                     ],
@@ -150,8 +180,8 @@ def test_hosts_yml_checks_a_role_the_plan_did_not_check(tmp_path):
         )
     )
     base = ["-i", "localhost,", "-e", f"ansible_python_interpreter={sys.executable}", str(play)]
-    for intent, checked in ((None, True), (["topology"], True), (["nccl_config"], False)):
-        extra = ["-e", json.dumps({"gpufabric_intent": {"plan_node_roles": intent}})] if intent else []
+    for intent, checked in ((None, True), ([other], True), ([role], False)):
+        extra = ["-e", json.dumps({"gpufabric_intent": {key: intent}})] if intent else []
         done = ansible_playbook(tmp_path, *extra, *base)
         out = done.stdout + done.stderr
         assert done.returncode != 0  # no plan: the role fails either way
