@@ -10,7 +10,8 @@ etcd (TLS, client certificates), kube-apiserver (TLS, client-certificate authent
 identity), kube-controller-manager (per-controller service-account credentials),
 kube-scheduler, kwok (the kubelets of simulated nodes annotated kwok.x-k8s.io/node=fake; its
 stages in kwok-stages/) and the operator stand-in (lab/cluster/play_operator.py, mode file
-<state>/operator-mode). After the API server is ready, RBAC is applied: the lab's own identities
+<state>/operator-mode). GPUFABRIC_LAB_NODE_LEASE_SECONDS (at least 40) lengthens the simulated
+kubelets' Leases (node_lease_seconds). After the API server is ready, RBAC is applied: the lab's own identities
 (rbac.yaml) and the collection's shipped RBAC (docs/rbac/gpufabric-rollout.yaml).
 Ports are chosen free at start (the previous ones are kept when still free); a start where a
 component ends early is tried once more on fresh ports. Kubeconfigs:
@@ -49,6 +50,24 @@ SERVICE_CIDR = "10.96.0.0/12"
 POD_CIDR = "10.244.0.0/16"
 SA_ISSUER = "https://kubernetes.default.svc.cluster.local"
 KWOK_ANNOTATION = "kwok.x-k8s.io/node=fake"
+# kwok renews each simulated kubelet's Lease every quarter of its duration: 40 s (kwok-stages/kwok.yaml)
+# as a kubelet's, a renewal every 10 s. GPUFABRIC_LAB_NODE_LEASE_SECONDS lengthens it for the
+# benchmarks of thousands of Nodes on one small machine (4,096 Nodes renew some 410 times a second, and
+# the API server and etcd that serve them share the CPUs with the run being measured); the node
+# lifecycle controller's grace period follows it, 10 s longer, as its default 50 s is for 40 s.
+NODE_LEASE_VARIABLE = "GPUFABRIC_LAB_NODE_LEASE_SECONDS"
+
+
+def node_lease_seconds() -> Optional[int]:
+    """The Lease duration GPUFABRIC_LAB_NODE_LEASE_SECONDS sets, or None (kwok.yaml's 40 s)."""
+    raw = os.environ.get(NODE_LEASE_VARIABLE, "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or int(raw) < 40:
+        raise SystemExit(f"{NODE_LEASE_VARIABLE}: a whole number of seconds, at least 40; got {raw!r}")
+    return int(raw)
+
+
 # RBAC applied at every start: the lab's own identities, then the collection's shipped RBAC
 # bound to its identity (the binding is the lab's; the roles are the collection's).
 RBAC_FILES = [HERE / "rbac.yaml", REPO / "docs" / "rbac" / "gpufabric-rollout.yaml"]
@@ -330,6 +349,7 @@ def args_controller_manager(state: State, files: Dict[str, Path]) -> List[str]:
         "--cluster-name=gpufabric-lab",
         "--leader-elect=false",
         "--profiling=false",
+        *([f"--node-monitor-grace-period={lease + 10}s"] if (lease := node_lease_seconds()) else []),
     ]
 
 
@@ -360,6 +380,7 @@ def args_kwok(state: State) -> List[str]:
         "--manage-nodes-with-annotation-selector=" + KWOK_ANNOTATION,
         "--cidr=" + POD_CIDR,
         "--node-ip=127.0.0.1",
+        *([f"--node-lease-duration-seconds={lease}"] if (lease := node_lease_seconds()) else []),
     ]
 
 
@@ -391,6 +412,7 @@ def apply(state: State, files: List[Path]) -> None:
 
 def start(state: State) -> int:
     t0 = time.monotonic()
+    node_lease_seconds()  # a wrong value stops here, before any component starts
     for name in BINARIES:
         if not (state.bin / name).is_file():
             raise StartError(f"no {name} binary in {state.bin} (lab/controlplane/build.sh builds it)")

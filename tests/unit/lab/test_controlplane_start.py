@@ -74,3 +74,24 @@ def test_start_gives_up_after_the_retry_and_does_not_retry_other_errors(state, m
     assert CP.main(["start", "--state", str(state.root), "--bin", str(state.bin)]) == 1
     assert len(calls) == tries
     assert "ERROR: start failed: " + str(error) in capsys.readouterr().err
+
+
+def test_the_node_lease_knob_lengthens_the_lease_and_the_grace_period_together(state, monkeypatch):
+    monkeypatch.delenv(CP.NODE_LEASE_VARIABLE, raising=False)
+    assert not any(a.startswith("--node-lease-duration") for a in CP.args_kwok(state))
+    assert not any(
+        a.startswith("--node-monitor-grace")
+        for a in CP.args_controller_manager(state, {"sa_key": "k", "ca": "c", "ca_key": "ck"})
+    )
+    monkeypatch.setenv(CP.NODE_LEASE_VARIABLE, "160")
+    assert "--node-lease-duration-seconds=160" in CP.args_kwok(state)
+    files = {"sa_key": "k", "ca": "c", "ca_key": "ck"}
+    assert "--node-monitor-grace-period=170s" in CP.args_controller_manager(state, files)
+
+
+@pytest.mark.parametrize("value", ["39", "40s", "-1", "1e3"])
+def test_a_wrong_node_lease_stops_the_start_naming_the_variable(state, monkeypatch, value):
+    monkeypatch.setenv(CP.NODE_LEASE_VARIABLE, value)
+    with pytest.raises(SystemExit, match=CP.NODE_LEASE_VARIABLE + ".*at least 40"):
+        CP.start(state)
+    assert not CP._SPAWNED
