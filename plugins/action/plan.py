@@ -40,7 +40,6 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.intent import sw
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import cluster as _plan_cluster
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import cluster_summary as _cluster_summary
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import index_reads as _index_reads
-from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node as _plan_node
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node_records as _node_records
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import skew as _skew
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import upgrade as _upgrade
@@ -72,8 +71,8 @@ RUNTIME_NAMES = frozenset(
     )
 )
 IGNORED_PREFIXES = ("gpufabric_lab_",)
-# The plan role's registered result of part check_node (roles/plan/tasks/main.yml), where part node
-# reads the node's checked variables and the package indexes its plan reads.
+# The plan role's registered result of part check_node (roles/plan/tasks/main.yml), where the node's
+# plan (lookup gpufabric.rollout.node_plan) reads the node's checked variables and package index reads.
 NODE_CHECK = "__plan_check_node"
 
 
@@ -166,6 +165,32 @@ def with_facts(task_vars: Dict[str, Any], facts: Dict[str, Any]) -> Dict[str, An
     if inject_facts():
         out.update({name: value for name, value in facts.items() if name.startswith("ansible_")})
     return out
+
+
+def node_facts(task_vars: Dict[str, Any]) -> Dict[str, Any]:
+    """What the node's plan is computed from (lookup gpufabric.rollout.node_plan), read from the node's
+    variables (facts and results are data, never templates, so nothing is templated; passing them as
+    task arguments templated and copied the whole package list and topology once more per node): the
+    setup and plan_facts facts, and this node's package indexes from the run's reads (tasks/main.yml:
+    the check's index_reads and __plan_indexes). An index that could not be read (plan_index_optional)
+    plans without one."""
+    ansible = plain(task_vars.get("ansible_facts") or {})
+    reads = plain((task_vars.get(NODE_CHECK) or {}).get("index_reads") or [])
+    results = (task_vars.get("__plan_indexes") or {}).get("results") or []
+    indexes = _index_reads.node_indexes(reads, results)
+    facts = {
+        "ansible": ansible,
+        "topology": ansible.get("gpufabric_topology"),
+        "gpudirect": ansible.get("gpufabric_gpudirect"),
+        "doca": ansible.get("gpufabric_doca"),
+    }
+    for name in ("doca", "driver"):
+        index = indexes.get(name)
+        readable = index is not None and "packages" in index
+        facts[f"{name}_index"] = (
+            plain({k: index[k] for k in ("url", "packages", "depends") if k in index}) if readable else None
+        )
+    return facts
 
 
 class ActionModule(ActionBase):
@@ -266,17 +291,12 @@ class ActionModule(ActionBase):
                     result["index_reads"] = _index_reads.index_reads(
                         values, ansible, task_vars.get("inventory_hostname")
                     )
-            elif part == "node":
-                check = task_vars.get(NODE_CHECK) or {}
-                result["gpufabric_node_plan"] = _plan_node.plan_node(
-                    plain(check.get("gpufabric_intent") or {}), self._node_facts(task_vars)
-                )
             elif part == "cluster":
                 result.update(self._cluster(task_vars, args))
             elif part == "upgrade":
                 result.update(self._upgrade(task_vars, args))
             else:
-                raise AnsibleActionFail("plan: part must be check_node, check_cluster, node, cluster or upgrade")
+                raise AnsibleActionFail("plan: part must be check_node, check_cluster, cluster or upgrade")
         except _upgrade.UpgradeError as exc:
             result["failed"] = True
             result["problems"] = exc.problems
@@ -305,31 +325,6 @@ class ActionModule(ActionBase):
             self._task_vars = with_facts(task_vars, setup.get("ansible_facts") or {})
             self._templar = self._templar.copy_with_new_env(available_variables=self._task_vars)
         return setup
-
-    @staticmethod
-    def _node_facts(task_vars: Dict[str, Any]) -> Dict[str, Any]:
-        """What the node part plans from, read from the node's variables (facts and results are data,
-        never templates, so nothing is templated; passing them as task arguments templated and copied
-        the whole package list and topology once more per node): the setup and plan_facts facts, and
-        this node's package indexes from the run's reads (tasks/main.yml: the check's index_reads and
-        __plan_indexes). An index that could not be read (plan_index_optional) plans without one."""
-        ansible = plain(task_vars.get("ansible_facts") or {})
-        reads = plain((task_vars.get(NODE_CHECK) or {}).get("index_reads") or [])
-        results = (task_vars.get("__plan_indexes") or {}).get("results") or []
-        indexes = _index_reads.node_indexes(reads, results)
-        facts = {
-            "ansible": ansible,
-            "topology": ansible.get("gpufabric_topology"),
-            "gpudirect": ansible.get("gpufabric_gpudirect"),
-            "doca": ansible.get("gpufabric_doca"),
-        }
-        for name in ("doca", "driver"):
-            index = indexes.get(name)
-            readable = index is not None and "packages" in index
-            facts[f"{name}_index"] = (
-                plain({k: index[k] for k in ("url", "packages", "depends") if k in index}) if readable else None
-            )
-        return facts
 
     def _records(self, task_vars: Dict[str, Any], args: Dict[str, Any], save: bool):
         """Every GPU node's record: this run's (stored when ``save``), else the stored one, else None."""

@@ -18,12 +18,6 @@ description:
     with a collection prefix are refused with the closest known name. The checked values, defaults filled in,
     are returned as RV(gpufabric_intent); with O(part=check_node) also the package repository indexes the node's
     plan reads (RV(index_reads)).
-  - With O(part=node) it computes the node's plan (RV(gpufabric_node_plan)) from the node's variables, not from
-    arguments (the checked variables and RV(index_reads) of the node's O(part=check_node), registered as
-    C(__plan_check_node), the facts (M(ansible.builtin.setup), M(gpufabric.rollout.plan_facts)), and this
-    node's package indexes among the run's reads (C(__plan_indexes),
-    a looped M(gpufabric.rollout.doca_repo_info) over the distinct reads of the run)); an index that could not be
-    read is left out.
   - With O(part=cluster) it checks what must agree between GPU nodes, computes the cluster plan
     (RV(gpufabric_plan)), stores each node's record under O(plan_dir)C(/discovery) and writes C(plan.json) and
     C(summary.txt) to O(plan_dir). Nodes outside the run are planned from their stored record.
@@ -36,13 +30,14 @@ description:
   - Every refusal names the variable, the value and what is allowed; all problems are reported at once.
   - The results are return values, not facts, so that they never reach a fact cache (AWX jobs, C(fact_caching) in
     C(ansible.cfg)), where a later run would find a stale plan; the plan role keeps them for the run with
-    M(ansible.builtin.set_fact).
+    M(ansible.builtin.set_fact). The node's own plan is the lookup C(gpufabric.rollout.node_plan), which reads
+    the node check's result.
 options:
   part:
     description: What to do.
     type: str
     required: true
-    choices: [check_node, check_cluster, node, cluster, upgrade]
+    choices: [check_node, check_cluster, cluster, upgrade]
   roles:
     description: Roles whose variables are checked (their C(main) argument spec entry point).
     type: list
@@ -137,10 +132,6 @@ index_reads:
 ansible_facts:
   description: For O(part=check_node) with O(gather_subset), the facts of M(ansible.builtin.setup) (those in O(facts)).
   returned: success and O(part=check_node) with O(gather_subset)
-  type: dict
-gpufabric_node_plan:
-  description: For O(part=node), the node's plan, one section per host role.
-  returned: success and O(part=node)
   type: dict
 gpufabric_plan:
   description: For O(part=cluster), the cluster plan (nodes, network, operators' objects, summary).

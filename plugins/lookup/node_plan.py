@@ -1,0 +1,64 @@
+# Copyright: (c) 2026, gpufabric.rollout contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The GPU node's plan, computed on the controller from the node's variables (the plan role's last task)."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: node_plan
+author:
+  - gpufabric.rollout contributors (@gpufabric)
+short_description: This GPU node's plan, from its checked variables, facts and package indexes
+description:
+  - Computes the node's plan, one section per host role, on the controller. The C(gpufabric.rollout.plan) role
+    keeps it with M(ansible.builtin.set_fact) in the same task, so that each node costs the controller one task
+    less (a worker, a copy of the node's variables and a registered result) than a task of its own.
+  - Reads the node's variables, not terms, as the plan role leaves them (C(roles/plan/tasks/main.yml)) -
+    the checked variables and package reads of the node check (C(__plan_check_node), the result of
+    M(gpufabric.rollout.plan) with O(gpufabric.rollout.plan#module:part=check_node));
+    the facts of M(ansible.builtin.setup) and M(gpufabric.rollout.plan_facts); and the run's package index reads
+    (C(__plan_indexes)), of which it takes this node's. An index that could not be read (C(plan_index_optional))
+    is left out.
+  - A plan that the node's hardware and variables do not allow is an error naming the node and every problem.
+"""
+
+EXAMPLES = r"""
+- name: Keep this node's plan
+  ansible.builtin.set_fact:
+    gpufabric_node_plan: "{{ lookup('gpufabric.rollout.node_plan') }}"
+"""
+
+RETURN = r"""
+_raw:
+  description: The node's plan (one element), one section per host role.
+  type: list
+  elements: dict
+"""
+
+from ansible.errors import AnsibleError
+from ansible.plugins.lookup import LookupBase
+
+from ansible_collections.gpufabric.rollout.plugins.action import plan as _plan_action
+from ansible_collections.gpufabric.rollout.plugins.module_utils.intent import check as _intent
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node as _plan_node
+
+
+class LookupModule(LookupBase):
+    def run(self, terms, variables=None, **kwargs):
+        if terms:
+            raise AnsibleError("node_plan takes no terms: it reads the node's variables")
+        variables = variables or {}
+        host = variables.get("inventory_hostname")
+        if _plan_action.NODE_CHECK not in variables:
+            raise AnsibleError(
+                f"node_plan: {_plan_action.NODE_CHECK} is not defined on {host}: the plan role's node check "
+                "(roles/plan/tasks/main.yml) must run first"
+            )
+        check = variables.get(_plan_action.NODE_CHECK) or {}
+        try:
+            plan = _plan_node.plan_node(
+                _plan_action.plain(check.get("gpufabric_intent") or {}), _plan_action.node_facts(variables)
+            )
+        except _intent.IntentError as exc:
+            raise AnsibleError(_plan_action.refusal("node", host, exc.problems)) from None
+        return [plan]
