@@ -36,7 +36,10 @@ def report_of(lab: HostLab) -> Dict[str, str]:
     """The rollout report this run wrote, per node ("== node NAME ==" parts); {} without one."""
     text = lab.report.read_text() if lab.report.exists() else ""
     parts = re.split(r"^== node (\S+) ==$", text, flags=re.M)
-    return {parts[i]: parts[i + 1].split("\n== cluster ==", 1)[0] for i in range(1, len(parts) - 1, 2)}
+    return {
+        parts[i]: re.split(r"\n== (?:cluster|GPU nodes outside this run) ==", parts[i + 1], maxsplit=1)[0]
+        for i in range(1, len(parts) - 1, 2)
+    }
 
 
 def not_finished(report: Dict[str, str], host: str) -> bool:

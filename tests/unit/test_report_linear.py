@@ -1,7 +1,9 @@
 """The rollout report (playbooks/templates/rollout-report.txt.j2) is one pass over the GPU nodes: each
 node's variables are read a fixed number of times, whatever the number of nodes, so building the report
 of a 4,096-node cluster costs 64 times that of 64 nodes, not more (benchmarks/bench_cluster_layer.py
-measures it). A template that looked up every node for each node would fail here."""
+measures it). A template that looked up every node for each node would fail here. Nodes the plan read
+from their stored discovery (outside --limit or the job slice) are not read at all: they are named
+together, at the end."""
 
 from __future__ import annotations
 
@@ -27,10 +29,15 @@ class CountingHostvars(dict):
         return super().__getitem__(host)
 
 
-def render(n: int):
+def render(n: int, stored: int = 0, plan: bool = False):
+    """The report of n nodes, the last `stored` of them outside the run (the plan's source "stored");
+    with `plan`, the plan names the sources even when every node is in the run."""
     hosts = [f"gpu-node-{i:04d}" for i in range(n)]
     hostvars = CountingHostvars({h: {"gpufabric_report_sections": {"plan": f"{h} planned"}} for h in hosts})
     hostvars["localhost"] = {"gpufabric_report_sections": {"cluster": "objects"}}
+    if stored or plan:
+        sources = {h: {"source": "stored" if i >= n - stored else "this run"} for i, h in enumerate(hosts)}
+        hostvars["localhost"]["gpufabric_plan"] = {"nodes": sources}
     order = yaml.safe_load((REPO / "playbooks" / "vars" / "report.yml").read_text())["__report_order"]
     env = jinja2.Environment(undefined=jinja2.Undefined, trim_blocks=True)
     text = env.from_string(TEMPLATE.read_text()).render(
@@ -48,3 +55,24 @@ def test_each_node_is_read_a_fixed_number_of_times_whatever_the_count():
     assert sum(reads.values()) - reads["localhost"] == len(hosts) * per_node.pop()
     assert reads["localhost"] == small["localhost"]
     assert len(text.splitlines()) / len(small_text.splitlines()) < 512 / 8 + 1
+
+
+def test_nodes_outside_the_run_are_not_read_and_are_named_together():
+    text, reads, hosts = render(512, stored=500)
+    inside, outside = hosts[:12], hosts[12:]
+    assert all(reads[h] == 0 for h in outside), "a node outside the run was read"
+    assert all(reads[h] > 0 and f"== node {h} ==" in text and f"{h} planned" in text for h in inside)
+    assert not any(f"== node {h} ==" in text for h in outside)
+    assert "== GPU nodes outside this run ==" in text
+    assert "500 GPU node(s) were not in this run" in text
+    assert ", ".join(outside[:20]) + " and 480 more" in text
+    assert outside[20] not in text
+    assert "== cluster ==" in text and text.index("== GPU nodes outside") < text.index("== cluster ==")
+    # every node in the run: the report is the one without the plan's sources, with no such part
+    full, _reads, _hosts = render(8)
+    with_plan, _reads, _hosts = render(8, plan=True)
+    assert with_plan == full and "outside this run" not in full
+    # the first node only in the run
+    one, _reads, _hosts = render(8, stored=7)
+    assert "== node gpu-node-0000 ==" in one and "7 GPU node(s) were not in this run" in one
+    assert "gpu-node-0001, gpu-node-0002" in one and "more" not in one
