@@ -201,6 +201,7 @@ class ActionModule(ActionBase):
             "part",
             "roles",
             "nodes",
+            "run_nodes",
             "plan_dir",
             "stored_discovery",
             "hosts",
@@ -330,13 +331,17 @@ class ActionModule(ActionBase):
         """Every GPU node's record: this run's (stored when ``save``), else the stored one, else None."""
         hostvars = task_vars.get("hostvars") or {}
         names = list(self._template(args.get("nodes")) or [])
+        # The nodes this run can have read (run_nodes: those --limit selects): another node cannot hold
+        # this run's plan, and reading its variables costs the controller about a millisecond a node.
+        run_nodes = args.get("run_nodes")
+        in_run = None if run_nodes is None else set(self._template(run_nodes) or [])
         plan_dir = str(self._template(args.get("plan_dir")))
         use_stored = bool(self._template(args.get("stored_discovery", True)))
         store = _node_records.DiscoveryStore(os.path.join(plan_dir, "discovery"))
         nodes: Dict[str, Dict[str, Any]] = {}
         node_plans: Dict[str, Any] = {}
         for host in names:
-            hv = hostvars.get(host) or {}
+            hv = (hostvars.get(host) or {}) if in_run is None or host in in_run else {}
             node_plan = hv.get("gpufabric_node_plan")
             if node_plan:
                 node_plans[host] = plain(node_plan)

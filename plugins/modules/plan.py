@@ -63,6 +63,13 @@ options:
       - For O(part=cluster) and O(part=upgrade), the inventory hosts of every GPU node (not only those in this run).
     type: list
     elements: str
+  run_nodes:
+    description:
+      - For O(part=cluster), the inventory hosts this run can have read (those C(--limit) selects). The variables of
+        a node of O(nodes) not among them are not read: it is planned from its stored record. Omitted, every node's
+        variables are read.
+    type: list
+    elements: str
   hosts:
     description: For O(part=upgrade), the GPU nodes of this run (the others are left out of the batches).
     type: list
