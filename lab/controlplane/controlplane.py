@@ -68,6 +68,12 @@ def node_lease_seconds() -> Optional[int]:
     return int(raw)
 
 
+def node_lease_args(template: str) -> List[str]:
+    """[template filled with the Lease duration and the grace period 10 s longer], or [] without the variable."""
+    lease = node_lease_seconds()
+    return [] if lease is None else [template.format(lease=lease, grace=lease + 10)]
+
+
 # RBAC applied at every start: the lab's own identities, then the collection's shipped RBAC
 # bound to its identity (the binding is the lab's; the roles are the collection's).
 RBAC_FILES = [HERE / "rbac.yaml", REPO / "docs" / "rbac" / "gpufabric-rollout.yaml"]
@@ -349,7 +355,7 @@ def args_controller_manager(state: State, files: Dict[str, Path]) -> List[str]:
         "--cluster-name=gpufabric-lab",
         "--leader-elect=false",
         "--profiling=false",
-        *([f"--node-monitor-grace-period={lease + 10}s"] if (lease := node_lease_seconds()) else []),
+        *node_lease_args("--node-monitor-grace-period={grace}s"),
     ]
 
 
@@ -383,7 +389,7 @@ def args_kwok(state: State) -> List[str]:
         # At INFO kwok logs every Lease renewal and Node patch: at 4,096 Nodes some 400 lines a second
         # with renewals every 10 s, 17 MB in 8 minutes with renewals every 40 s. Warnings and errors only.
         "--v=WARN",
-        *([f"--node-lease-duration-seconds={lease}"] if (lease := node_lease_seconds()) else []),
+        *node_lease_args("--node-lease-duration-seconds={lease}"),
     ]
 
 

@@ -66,7 +66,7 @@ options:
   run_nodes:
     description:
       - For O(part=cluster), the inventory hosts this run can have read (those C(--limit) selects). The variables of
-        a node of O(nodes) not among them are not read: it is planned from its stored record. Omitted, every node's
+        a node of O(nodes) not among them are not read; it is planned from its stored record. Omitted, every node's
         variables are read.
     type: list
     elements: str
