@@ -2,8 +2,8 @@
 where the plan has checked the same variables on the same host: the plan role itself (its node
 check checks its main spec with every other), in hosts.yml the host roles whose main specs the
 plan checked on that node (gpufabric_intent.plan_node_roles), and in cluster.yml the cluster roles
-whose main specs the plan checked on the controller (gpufabric_intent.plan_cluster_roles). Every role that works from the
-plan requires it in its main spec, saying how to get it. So a role run alone, without the plan,
+whose main specs the plan checked on the controller (gpufabric_intent.plan_cluster_roles). Every
+role that works from the plan requires it in its main spec, saying how to get it. So a role run alone, without the plan,
 stops at its first task naming the plan and the playbook that computes it, instead of failing
 somewhere inside on an undefined variable."""
 
