@@ -19,7 +19,8 @@ description:
     the facts of M(ansible.builtin.setup) and M(gpufabric.rollout.plan_facts); and the run's package index reads
     (C(__plan_indexes)), of which it takes this node's. An index that could not be read (C(plan_index_optional))
     is left out.
-  - A plan that the node's hardware and variables do not allow is an error naming the node and every problem.
+  - A plan that the node's hardware and variables do not allow is an error naming the node and every problem; the
+    failed task's result carries the problems as C(problems), one per entry, as the plan action's refusals do.
 """
 
 EXAMPLES = r"""
@@ -35,7 +36,7 @@ _raw:
   elements: dict
 """
 
-from ansible.errors import AnsibleError
+from ansible.errors import AnsibleActionFail, AnsibleError
 from ansible.plugins.lookup import LookupBase
 
 from ansible_collections.gpufabric.rollout.plugins.action import plan as _plan_action
@@ -60,5 +61,9 @@ class LookupModule(LookupBase):
                 _plan_action.plain(check.get("gpufabric_intent") or {}), _plan_action.node_facts(variables)
             )
         except _intent.IntentError as exc:
-            raise AnsibleError(_plan_action.refusal("node", host, exc.problems)) from None
+            # The task's result takes the problems (AnsibleActionFail contributes its result to the failed
+            # task's), as the plan action's refusals carry them: the audit keeps each as a finding.
+            raise AnsibleActionFail(
+                _plan_action.refusal("node", host, exc.problems), result={"problems": list(exc.problems)}
+            ) from None
         return [plan]

@@ -73,6 +73,8 @@ def test_a_refused_plan_names_the_node_and_every_problem(specs):
     assert message.startswith(f"The plan for node {HOST} is refused ({len(refused.value.problems)} problem(s))")
     for problem in refused.value.problems:
         assert problem in message
+    # the failed task's result carries them one by one, as the plan action's refusals (the audit reads them)
+    assert error.value.result == {"problems": list(refused.value.problems)}
 
 
 def test_without_the_node_check_it_says_what_must_run_first():
