@@ -34,8 +34,8 @@ stand-in writing statuses beside its Node pass, on the machine alone: N=4,096 fi
 189 MiB at most; the machine's two CPUs were busy throughout, two thirds of it with the control plane.
 Later that day, with the cluster roles' argument check left to the plan, the report and the cluster
 plan no longer reading the variables of nodes outside the run, and the simulated kubelets renewing
-their Leases every 40 s (NODE_LEASE_SECONDS below) instead of 10 s: no-op rerun 58.8 and 68.7 s /
-42.8 and 50.5 CPU-s, no write; first run 95.0 and 135.2 s / 50.0 and 61.6 CPU-s.
+their Leases every 40 s (NODE_LEASE_SECONDS below) instead of 10 s: no-op rerun 58.8, 68.7 and 75.1 s /
+42.8, 50.5 and 53.0 CPU-s, no write; first run 95.0, 135.2 and 126.2 s / 50.0, 61.6 and 58.6 CPU-s.
 
     .venv/bin/python benchmarks/bench_cluster_layer.py [N ...]
 """
