@@ -7,26 +7,14 @@ together, at the end."""
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 
 import jinja2
 import yaml
+from hostvars_support import CountingHostvars
 
 REPO = Path(__file__).resolve().parents[2]
 TEMPLATE = REPO / "playbooks" / "templates" / "rollout-report.txt.j2"
-
-
-class CountingHostvars(dict):
-    """hostvars that counts how often each host's variables are read."""
-
-    def __init__(self, *args, **kw):
-        super().__init__(*args, **kw)
-        self.reads: Counter = Counter()
-
-    def __getitem__(self, host):
-        self.reads[host] += 1
-        return super().__getitem__(host)
 
 
 def render(n: int, stored: int = 0, plan: bool = False):

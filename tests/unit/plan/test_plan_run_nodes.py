@@ -4,29 +4,14 @@ theirs; without run_nodes every node's variables are read, as before."""
 
 from __future__ import annotations
 
-from collections import Counter
-
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar
+from hostvars_support import CountingHostvars
 
 from ansible_collections.gpufabric.rollout.plugins.action import plan as plan_action
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan.node_records import RECORD_VERSION, DiscoveryStore
 
 NODES = ["gpu-node-1", "gpu-node-2", "gpu-node-3"]
-
-
-class CountingHostvars(dict):
-    def __init__(self, *args, **kw):
-        super().__init__(*args, **kw)
-        self.reads: Counter = Counter()
-
-    def get(self, host, default=None):
-        self.reads[host] += 1
-        return super().get(host, default)
-
-    def __getitem__(self, host):
-        self.reads[host] += 1
-        return super().__getitem__(host)
 
 
 def action():
