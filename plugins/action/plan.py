@@ -167,32 +167,6 @@ def with_facts(task_vars: Dict[str, Any], facts: Dict[str, Any]) -> Dict[str, An
     return out
 
 
-def node_facts(task_vars: Dict[str, Any]) -> Dict[str, Any]:
-    """What the node's plan is computed from (lookup gpufabric.rollout.node_plan), read from the node's
-    variables (facts and results are data, never templates, so nothing is templated; passing them as
-    task arguments templated and copied the whole package list and topology once more per node): the
-    setup and plan_facts facts, and this node's package indexes from the run's reads (tasks/main.yml:
-    the check's index_reads and __plan_indexes). An index that could not be read (plan_index_optional)
-    plans without one."""
-    ansible = plain(task_vars.get("ansible_facts") or {})
-    reads = plain((task_vars.get(NODE_CHECK) or {}).get("index_reads") or [])
-    results = (task_vars.get("__plan_indexes") or {}).get("results") or []
-    indexes = _index_reads.node_indexes(reads, results)
-    facts = {
-        "ansible": ansible,
-        "topology": ansible.get("gpufabric_topology"),
-        "gpudirect": ansible.get("gpufabric_gpudirect"),
-        "doca": ansible.get("gpufabric_doca"),
-    }
-    for name in ("doca", "driver"):
-        index = indexes.get(name)
-        readable = index is not None and "packages" in index
-        facts[f"{name}_index"] = (
-            plain({k: index[k] for k in ("url", "packages", "depends") if k in index}) if readable else None
-        )
-    return facts
-
-
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False

@@ -36,12 +36,42 @@ _raw:
   elements: dict
 """
 
+from typing import Any, Dict
+
 from ansible.errors import AnsibleActionFail, AnsibleError
 from ansible.plugins.lookup import LookupBase
 
 from ansible_collections.gpufabric.rollout.plugins.action import plan as _plan_action
 from ansible_collections.gpufabric.rollout.plugins.module_utils.intent import check as _intent
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import index_reads as _index_reads
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node as _plan_node
+
+
+def node_facts(task_vars: Dict[str, Any]) -> Dict[str, Any]:
+    """What the node's plan is computed from, read from the node's variables (facts and results are
+    data, never templates, so nothing is templated; passing them as task arguments templated and
+    copied the whole package list and topology once more per node): the setup and plan_facts facts,
+    and this node's package indexes from the run's reads (tasks/main.yml: the check's index_reads and
+    __plan_indexes). An index that could not be read (plan_index_optional) plans without one."""
+    ansible = _plan_action.plain(task_vars.get("ansible_facts") or {})
+    reads = _plan_action.plain((task_vars.get(_plan_action.NODE_CHECK) or {}).get("index_reads") or [])
+    results = (task_vars.get("__plan_indexes") or {}).get("results") or []
+    indexes = _index_reads.node_indexes(reads, results)
+    facts = {
+        "ansible": ansible,
+        "topology": ansible.get("gpufabric_topology"),
+        "gpudirect": ansible.get("gpufabric_gpudirect"),
+        "doca": ansible.get("gpufabric_doca"),
+    }
+    for name in ("doca", "driver"):
+        index = indexes.get(name)
+        readable = index is not None and "packages" in index
+        facts[f"{name}_index"] = (
+            _plan_action.plain({k: index[k] for k in ("url", "packages", "depends") if k in index})
+            if readable
+            else None
+        )
+    return facts
 
 
 class LookupModule(LookupBase):
@@ -57,9 +87,7 @@ class LookupModule(LookupBase):
             )
         check = variables.get(_plan_action.NODE_CHECK) or {}
         try:
-            plan = _plan_node.plan_node(
-                _plan_action.plain(check.get("gpufabric_intent") or {}), _plan_action.node_facts(variables)
-            )
+            plan = _plan_node.plan_node(_plan_action.plain(check.get("gpufabric_intent") or {}), node_facts(variables))
         except _intent.IntentError as exc:
             # The task's result takes the problems (AnsibleActionFail contributes its result to the failed
             # task's), as the plan action's refusals carry them: the audit keeps each as a finding.
