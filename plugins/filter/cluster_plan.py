@@ -49,6 +49,13 @@ def k8s_apply_rules(objects):
     return _k8s_access.apply_rules(objects)
 
 
+def k8s_crd_objects(names):
+    """The CustomResourceDefinitions of these names, as objects for gpufabric.rollout.k8s_ready."""
+    from ansible_collections.gpufabric.rollout.plugins.module_utils.apply import k8s_ready as _k8s_ready
+
+    return _k8s_ready.crd_objects(names)
+
+
 @filter_errors(_publish_errors)
 def k8s_owner_selector(component, instance):
     """Label selectors that find the objects this collection's `instance` made for `component`."""
@@ -118,6 +125,7 @@ class FilterModule:
             cluster_report,
             k8s_render_files,
             k8s_apply_rules,
+            k8s_crd_objects,
             k8s_owner_selector,
             k8s_stale,
             k8s_transient,

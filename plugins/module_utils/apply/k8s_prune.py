@@ -31,12 +31,6 @@ def _plain(obj: Any) -> Dict[str, Any]:
     return json.loads(json.dumps(data, default=str))
 
 
-def _not_served(exc: BaseException) -> bool:
-    """The kind is not in the API server's discovery (kubernetes.dynamic's ResourceNotFoundError), or its
-    group/version is gone (404)."""
-    return type(exc).__name__ == "ResourceNotFoundError" or _k8s_retry.status_of(exc) == 404
-
-
 def ref(entry: Mapping[str, str]) -> str:
     """Kind/namespace/name of a ``stale()`` entry, as k8s_apply names objects."""
     return f"{entry['kind']}/{entry['namespace']}/{entry['name']}"
@@ -69,7 +63,7 @@ def prune(
                 timeout,
             )
         except Exception as exc:
-            if _not_served(exc):
+            if _k8s_retry.not_served(exc):
                 continue
             raise
         namespace = query.get("namespace") if getattr(resource, "namespaced", False) else None

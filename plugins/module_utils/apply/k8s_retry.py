@@ -60,6 +60,12 @@ def retryable(exc: BaseException) -> bool:
     return bool(_CONNECTION_RE.search(str(exc)))
 
 
+def not_served(exc: BaseException) -> bool:
+    """The kind is not in the API server's discovery (kubernetes.dynamic's ResourceNotFoundError), or its
+    group/version is gone (404)."""
+    return type(exc).__name__ == "ResourceNotFoundError" or status_of(exc) == 404
+
+
 def _retry_after(exc: BaseException) -> Optional[float]:
     headers = getattr(exc, "headers", None) or {}
     try:
