@@ -1,6 +1,7 @@
 """playbooks/plan.yml on three local-connection nodes (lab snapshots): the DOCA repository's index is
 downloaded once per run, not once per node, and every node plans against it; a repository without an
-index fails the plan naming the variable that points at it, after one request. The repository is the
+index fails the plan naming the variable that points at it, after one request; imported again in the
+same run (as site.yml imports it once per stage), it runs no task on a node already planned. The repository is the
 DOCA fixture index (tests/unit/doca/fixtures/Packages) served on 127.0.0.1; the cluster part runs in
 render mode, so no Kubernetes is asked."""
 
@@ -60,7 +61,7 @@ def sysroot(tmp_path, name):
     return str(root)
 
 
-def plan(tmp_path, base_url):
+def plan(tmp_path, base_url, playbook=REPO / "playbooks" / "plan.yml"):
     roots = [sysroot(tmp_path, f"dgx-h200-8x8@{i}") for i in (1, 2, 3)]
     node = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
     lab = yaml.safe_load((REPO / "inventory" / "lab" / "group_vars" / "all" / "fabric.yml").read_text())
@@ -87,7 +88,7 @@ def plan(tmp_path, base_url):
         }
     }
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
-    return ansible_playbook(tmp_path, "-i", str(tmp_path / "hosts.yml"), str(REPO / "playbooks" / "plan.yml"))
+    return ansible_playbook(tmp_path, "-i", str(tmp_path / "hosts.yml"), str(playbook))
 
 
 def test_the_index_is_read_once_per_run_and_every_node_plans_with_it(tmp_path, repo):
@@ -112,3 +113,21 @@ def test_a_repository_without_an_index_fails_naming_the_variable_after_one_read(
     # one read of the repository (Packages.gz, then Packages), not one per node
     assert requests == ["/missing" + INDEX, "/missing" + INDEX[: -len(".gz")]]
     assert not (tmp_path / "plan" / "plan.json").exists()
+
+
+def test_a_second_import_in_the_same_run_runs_no_task_on_the_planned_nodes(tmp_path, repo):
+    base_url, requests = repo
+    twice = tmp_path / "twice.yml"
+    stage = {"ansible.builtin.import_playbook": str(REPO / "playbooks" / "plan.yml")}
+    twice.write_text(yaml.safe_dump([dict(stage, name="stage one"), dict(stage, name="stage two")]))
+    done = plan(tmp_path, base_url, twice)
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out[-4000:]
+    assert requests == [INDEX]
+    node_play = "PLAY [Plan - read every GPU node and check its variables (nothing changes)]"
+    assert out.count(node_play) == 2
+    second = out.split(node_play)[2]
+    assert second.split("PLAY [")[0].count("skipping: no hosts matched") == 1
+    # every node's check ran once, in the first stage only
+    assert out.count("TASK [gpufabric.rollout.plan : Gather the facts the checks need") == 1
+    assert sorted(json.loads((tmp_path / "plan" / "plan.json").read_text())["node_plans"]) == list(NODES)
