@@ -61,7 +61,7 @@ def sysroot(tmp_path, name):
     return str(root)
 
 
-def plan(tmp_path, base_url, playbook=REPO / "playbooks" / "plan.yml"):
+def plan(tmp_path, base_url, playbook=REPO / "playbooks" / "plan.yml", *args):
     roots = [sysroot(tmp_path, f"dgx-h200-8x8@{i}") for i in (1, 2, 3)]
     node = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
     lab = yaml.safe_load((REPO / "inventory" / "lab" / "group_vars" / "all" / "fabric.yml").read_text())
@@ -88,7 +88,7 @@ def plan(tmp_path, base_url, playbook=REPO / "playbooks" / "plan.yml"):
         }
     }
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
-    return ansible_playbook(tmp_path, "-i", str(tmp_path / "hosts.yml"), str(playbook))
+    return ansible_playbook(tmp_path, "-i", str(tmp_path / "hosts.yml"), *args, str(playbook))
 
 
 def test_the_index_is_read_once_per_run_and_every_node_plans_with_it(tmp_path, repo):
@@ -131,3 +131,19 @@ def test_a_second_import_in_the_same_run_runs_no_task_on_the_planned_nodes(tmp_p
     # every node's check ran once, in the first stage only
     assert out.count("TASK [gpufabric.rollout.plan : Gather the facts the checks need") == 1
     assert sorted(json.loads((tmp_path / "plan" / "plan.json").read_text())["node_plans"]) == list(NODES)
+
+
+def test_without_the_controller_a_second_import_skips_the_planned_nodes(tmp_path, repo):
+    """--limit on the nodes alone: no summary, so each planned node skips the role's tasks."""
+    base_url, requests = repo
+    twice = tmp_path / "twice.yml"
+    stage = {"ansible.builtin.import_playbook": str(REPO / "playbooks" / "plan.yml")}
+    twice.write_text(yaml.safe_dump([dict(stage, name="stage one"), dict(stage, name="stage two")]))
+    done = plan(tmp_path, base_url, twice, "--limit", "gpu_nodes")
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out[-4000:]
+    assert requests == [INDEX]
+    check = "TASK [gpufabric.rollout.plan : Gather the facts the checks need"
+    assert out.count(check) == 2
+    second = out.split(check)[2].split("TASK [")[0]
+    assert sorted(line for line in second.splitlines()[1:] if line) == [f"skipping: [{n}]" for n in NODES], second
