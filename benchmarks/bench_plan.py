@@ -31,6 +31,7 @@ CPU-s per node; one plan_facts call and each index read once per run, 0.72.
 
     .venv/bin/python benchmarks/bench_plan.py [N ...] [--rounds R]    # default 8 64, one round
     .venv/bin/python benchmarks/bench_plan.py --keep DIR 8   # keep each run's plan_dir under DIR
+    .venv/bin/python benchmarks/bench_plan.py --stages 4 64  # plan.yml imported 4 times, as site.yml does
 
 --keep writes the plan directory (plan.json, summary.txt, discovery/) with what differs between two
 runs of the same inputs replaced: this run's temporary directory, the repository server's port, the
@@ -151,7 +152,18 @@ def inventory(work: Path, sysroots, repo_url: str, fingerprint: str, python: str
     return path
 
 
-def run_plan(work: Path, hosts: Path) -> dict:
+def stages_playbook(work: Path, stages: int) -> Path:
+    """plans.yml importing playbooks/plan.yml ``stages`` times, as site.yml imports it once per stage."""
+    path = work / "plans.yml"
+    imports = [
+        {"name": f"stage {i + 1}", "ansible.builtin.import_playbook": str(REPO / "playbooks" / "plan.yml")}
+        for i in range(stages)
+    ]
+    path.write_text(yaml.safe_dump(imports))
+    return path
+
+
+def run_plan(work: Path, hosts: Path, playbook: str = "playbooks/plan.yml") -> dict:
     shutil.rmtree(work / "plan", ignore_errors=True)
     run_tmp = Path(tempfile.mkdtemp(prefix="gf."))  # a short TMPDIR: ansible-core's RPC socket path
     env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1", TMPDIR=str(run_tmp))
@@ -160,7 +172,7 @@ def run_plan(work: Path, hosts: Path) -> dict:
     cpu_log.unlink(missing_ok=True)
     playbook = str(Path(sys.executable).parent / "ansible-playbook")
     argv = [sys.executable, str(HERE / "controller_cpu.py"), str(cpu_log), playbook]
-    argv += ["-i", str(hosts), "playbooks/plan.yml"]
+    argv += ["-i", str(hosts), playbook]
     with open(work / "plan.log", "w") as log:
         start = time.perf_counter()
         proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -198,6 +210,12 @@ def main() -> int:
     parser.add_argument("sizes", nargs="*", type=int, default=SIZES)
     parser.add_argument("--keep", type=Path, help="copy each run's plan_dir to KEEP/N")
     parser.add_argument("--rounds", type=int, default=1, help="runs per size (the figures of each are printed)")
+    parser.add_argument(
+        "--stages",
+        type=int,
+        default=1,
+        help="import playbooks/plan.yml this many times in one run, as site.yml does (the later ones plan nothing)",
+    )
     args = parser.parse_args()
     snapshots = load_snapshots()
     with tempfile.TemporaryDirectory(prefix="bench-plan.") as tmp:
@@ -211,17 +229,19 @@ def main() -> int:
         fingerprint = (work / "repo" / "signing-key.fpr").read_text().strip()
         sysroots = [node_sysroot(snapshots, work, i) for i in range(max(args.sizes))]
         load = os.getloadavg()[0]
+        playbook = "playbooks/plan.yml" if args.stages <= 1 else str(stages_playbook(work, args.stages))
         results = {}
         for n in args.sizes:
             hosts = inventory(work, sysroots[:n], repo_url, fingerprint, sys.executable)
             results[n] = []
             for _round in range(args.rounds):
-                r = run_plan(work, hosts)
+                r = run_plan(work, hosts, playbook)
                 results[n].append(r)
                 if args.keep:
                     keep(work, repo_url, args.keep / str(n))
+                staged = f"stages {args.stages}, " if args.stages > 1 else ""
                 print(
-                    f"N={n}: wall {r['wall']:.1f} s, CPU {r['cpu']:.1f} s ({r['cpu'] / n:.2f} per node), "
+                    f"{staged}N={n}: wall {r['wall']:.1f} s, CPU {r['cpu']:.1f} s ({r['cpu'] / n:.2f} per node), "
                     f"controller {r['controller']:.1f} s ({r['controller'] / n:.2f} per node; main process "
                     f"{r['main']:.1f} s, {r['workers']} workers), modules and their shells "
                     f"{r['cpu'] - r['controller']:.1f} s, peak RSS {r['rss']:.0f} MiB",
