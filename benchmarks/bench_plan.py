@@ -163,7 +163,7 @@ def stages_playbook(work: Path, stages: int) -> Path:
     return path
 
 
-def run_plan(work: Path, hosts: Path, playbook: str = "playbooks/plan.yml") -> dict:
+def run_plan(work: Path, hosts: Path, plays: str = "playbooks/plan.yml") -> dict:
     shutil.rmtree(work / "plan", ignore_errors=True)
     run_tmp = Path(tempfile.mkdtemp(prefix="gf."))  # a short TMPDIR: ansible-core's RPC socket path
     env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1", TMPDIR=str(run_tmp))
@@ -172,7 +172,7 @@ def run_plan(work: Path, hosts: Path, playbook: str = "playbooks/plan.yml") -> d
     cpu_log.unlink(missing_ok=True)
     playbook = str(Path(sys.executable).parent / "ansible-playbook")
     argv = [sys.executable, str(HERE / "controller_cpu.py"), str(cpu_log), playbook]
-    argv += ["-i", str(hosts), playbook]
+    argv += ["-i", str(hosts), plays]
     with open(work / "plan.log", "w") as log:
         start = time.perf_counter()
         proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -229,13 +229,13 @@ def main() -> int:
         fingerprint = (work / "repo" / "signing-key.fpr").read_text().strip()
         sysroots = [node_sysroot(snapshots, work, i) for i in range(max(args.sizes))]
         load = os.getloadavg()[0]
-        playbook = "playbooks/plan.yml" if args.stages <= 1 else str(stages_playbook(work, args.stages))
+        plays = "playbooks/plan.yml" if args.stages <= 1 else str(stages_playbook(work, args.stages))
         results = {}
         for n in args.sizes:
             hosts = inventory(work, sysroots[:n], repo_url, fingerprint, sys.executable)
             results[n] = []
             for _round in range(args.rounds):
-                r = run_plan(work, hosts, playbook)
+                r = run_plan(work, hosts, plays)
                 results[n].append(r)
                 if args.keep:
                     keep(work, repo_url, args.keep / str(n))
