@@ -115,12 +115,17 @@ def test_a_repository_without_an_index_fails_naming_the_variable_after_one_read(
     assert not (tmp_path / "plan" / "plan.json").exists()
 
 
-def test_a_second_import_in_the_same_run_runs_no_task_on_the_planned_nodes(tmp_path, repo):
-    base_url, requests = repo
+def twice_playbook(tmp_path):
+    """A playbook that imports plan.yml twice, as site.yml imports it once per stage."""
     twice = tmp_path / "twice.yml"
     stage = {"ansible.builtin.import_playbook": str(REPO / "playbooks" / "plan.yml")}
     twice.write_text(yaml.safe_dump([dict(stage, name="stage one"), dict(stage, name="stage two")]))
-    done = plan(tmp_path, base_url, twice)
+    return twice
+
+
+def test_a_second_import_in_the_same_run_runs_no_task_on_the_planned_nodes(tmp_path, repo):
+    base_url, requests = repo
+    done = plan(tmp_path, base_url, twice_playbook(tmp_path))
     out = done.stdout + done.stderr
     assert done.returncode == 0, out[-4000:]
     assert requests == [INDEX]
@@ -136,10 +141,7 @@ def test_a_second_import_in_the_same_run_runs_no_task_on_the_planned_nodes(tmp_p
 def test_without_the_controller_a_second_import_skips_the_planned_nodes(tmp_path, repo):
     """--limit on the nodes alone: no summary, so each planned node skips the role's tasks."""
     base_url, requests = repo
-    twice = tmp_path / "twice.yml"
-    stage = {"ansible.builtin.import_playbook": str(REPO / "playbooks" / "plan.yml")}
-    twice.write_text(yaml.safe_dump([dict(stage, name="stage one"), dict(stage, name="stage two")]))
-    done = plan(tmp_path, base_url, twice, "--limit", "gpu_nodes")
+    done = plan(tmp_path, base_url, twice_playbook(tmp_path), "--limit", "gpu_nodes")
     out = done.stdout + done.stderr
     assert done.returncode == 0, out[-4000:]
     assert requests == [INDEX]
