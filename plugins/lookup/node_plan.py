@@ -21,24 +21,36 @@ description:
     is left out.
   - A plan that the node's hardware and variables do not allow is an error naming the node and every problem; the
     failed task's result carries the problems as C(problems), one per entry, as the plan action's refusals do.
+  - With O(report), returns the node's report section instead of its plan - the template rendered by
+    M(ansible.builtin.template#lookup) with the plan as C(__plan_node) and no other variable of the node. The
+    template lookup deep-copies every variable it is given, and a node's variables hold its whole package list
+    and topology.
+options:
+  report:
+    description:
+      - A template of the calling role (found as M(ansible.builtin.template#lookup) finds it) to render with the
+        node's plan as C(__plan_node); the lookup then returns the rendered text.
+    type: str
 """
 
 EXAMPLES = r"""
-- name: Keep this node's plan
+- name: Keep this node's plan and its report section
   ansible.builtin.set_fact:
     gpufabric_node_plan: "{{ lookup('gpufabric.rollout.node_plan') }}"
+    node_report: "{{ lookup('gpufabric.rollout.node_plan', report='node-report.j2') }}"
 """
 
 RETURN = r"""
 _raw:
-  description: The node's plan (one element), one section per host role.
+  description: The node's plan (one element), one section per host role; with O(report), the rendered text.
   type: list
-  elements: dict
+  elements: raw
 """
 
 from typing import Any, Dict
 
 from ansible.errors import AnsibleActionFail, AnsibleError
+from ansible.plugins.loader import lookup_loader
 from ansible.plugins.lookup import LookupBase
 
 from ansible_collections.gpufabric.rollout.plugins.action import plan as _plan_action
@@ -78,6 +90,9 @@ class LookupModule(LookupBase):
     def run(self, terms, variables=None, **kwargs):
         if terms:
             raise AnsibleError("node_plan takes no terms: it reads the node's variables")
+        unknown = sorted(set(kwargs) - {"report"})
+        if unknown:
+            raise AnsibleError(f"node_plan: unknown option(s) {', '.join(unknown)}; the only option is report")
         variables = variables or {}
         host = variables.get("inventory_hostname")
         if _plan_action.NODE_CHECK not in variables:
@@ -94,4 +109,17 @@ class LookupModule(LookupBase):
             raise AnsibleActionFail(
                 _plan_action.refusal("node", host, exc.problems), result={"problems": list(exc.problems)}
             ) from None
+        report = kwargs.get("report")
+        if report:
+            return self._report(report, plan, variables)
         return [plan]
+
+    def _report(self, template: str, plan: Dict[str, Any], variables: Dict[str, Any]) -> list:
+        """``template`` rendered by the template lookup with the plan as its only variable of the node
+        (and the search path, where the lookup finds the role's templates)."""
+        only = {"__plan_node": plan}
+        for name in ("ansible_search_path", "role_path"):
+            if name in variables:
+                only[name] = variables[name]
+        lookup = lookup_loader.get("ansible.builtin.template", loader=self._loader, templar=self._templar)
+        return lookup.run([template], variables=only)

@@ -7,7 +7,8 @@ from collections import Counter
 
 
 class CountingHostvars(dict):
-    """A host's variables read by hostvars[host] or hostvars.get(host) count once per read."""
+    """A host's variables read by hostvars[host], hostvars.get(host) or hostvars.raw_get(host) (HostVars'
+    read without templating) count once per read."""
 
     def __init__(self, *args, **kw):
         super().__init__(*args, **kw)
@@ -20,3 +21,7 @@ class CountingHostvars(dict):
     def get(self, host, default=None):
         self.reads[host] += 1
         return super().get(host, default)
+
+    def raw_get(self, host):
+        self.reads[host] += 1
+        return super().get(host)

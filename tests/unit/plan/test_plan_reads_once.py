@@ -16,6 +16,7 @@ import sys
 import threading
 from pathlib import Path
 
+import jinja2
 import pytest
 import yaml
 from conftest import REPO
@@ -149,3 +150,31 @@ def test_without_the_controller_a_second_import_skips_the_planned_nodes(tmp_path
     assert out.count(check) == 2
     second = out.split(check)[2].split("TASK [")[0]
     assert sorted(line for line in second.splitlines()[1:] if line) == [f"skipping: [{n}]" for n in NODES], second
+
+
+def test_each_node_keeps_its_report_section_rendered_from_its_own_plan(tmp_path, repo):
+    """The plan section of a node's report is node-report.j2 rendered with that node's plan (the plan
+    lookup renders it with the plan as the template's only variable of the node)."""
+    base_url, _requests = repo
+    sections = tmp_path / "sections.yml"
+    keep = {
+        "name": "Keep each node's plan section",
+        "ansible.builtin.copy": {
+            "content": "{{ gpufabric_report_sections.plan }}",
+            "dest": str(tmp_path / "section-{{ inventory_hostname }}.txt"),
+            "mode": "0644",
+        },
+    }
+    stage = {"ansible.builtin.import_playbook": str(REPO / "playbooks" / "plan.yml")}
+    sections.write_text(
+        yaml.safe_dump([stage, {"name": "sections", "hosts": "gpu_nodes", "gather_facts": False, "tasks": [keep]}])
+    )
+    done = plan(tmp_path, base_url, sections)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    template = (REPO / "roles" / "plan" / "templates" / "node-report.j2").read_text()
+    nodes = json.loads((tmp_path / "plan" / "plan.json").read_text())["node_plans"]
+    for name in NODES:
+        expected = jinja2.Environment(trim_blocks=True).from_string(template).render(__plan_node=nodes[name])
+        section = (tmp_path / f"section-{name}.txt").read_text()
+        assert section.strip() == expected.strip()
+        assert f"sysroot: {nodes[name]['preflight']['sysroot']}" in section.splitlines()
