@@ -82,5 +82,5 @@ def test_without_the_node_check_it_says_what_must_run_first():
         LookupModule().run([], variables={"inventory_hostname": HOST})
     with pytest.raises(AnsibleError, match="takes no terms"):
         LookupModule().run(["x"], variables={"inventory_hostname": HOST})
-    with pytest.raises(AnsibleError, match="unknown option.*reprot; the only option is report"):
+    with pytest.raises(AnsibleError, match=r"unknown option.*reprot; the only option is report"):
         LookupModule().run([], variables={"inventory_hostname": HOST}, reprot="node-report.j2")
