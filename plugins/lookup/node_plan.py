@@ -22,13 +22,13 @@ description:
   - A plan that the node's hardware and variables do not allow is an error naming the node and every problem; the
     failed task's result carries the problems as C(problems), one per entry, as the plan action's refusals do.
   - With O(report), returns the node's report section instead of its plan - the template rendered by
-    M(ansible.builtin.template#lookup) with the plan as C(__plan_node) and no other variable of the node. The
+    P(ansible.builtin.template#lookup) with the plan as C(__plan_node) and no other variable of the node. The
     template lookup deep-copies every variable it is given, and a node's variables hold its whole package list
     and topology.
 options:
   report:
     description:
-      - A template of the calling role (found as M(ansible.builtin.template#lookup) finds it) to render with the
+      - A template of the calling role (found as P(ansible.builtin.template#lookup) finds it) to render with the
         node's plan as C(__plan_node); the lookup then returns the rendered text.
     type: str
 """
