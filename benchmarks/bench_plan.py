@@ -28,7 +28,8 @@ left to the node check (338 workers at N=64): N=8 0.60 to 0.72 per node, N=64 0.
 (five rounds), marginal 0.40 to 0.45. That evening, with the report section rendered from the plan
 alone and the cluster part reading the nodes' variables untemplated: N=8 0.44 to 0.46 per node and
 N=64 0.27 to 0.29 (three rounds; the code before 0.48 to 0.51 and 0.33 to 0.34 in the same hour),
-marginal 0.25 to 0.26. Earlier rounds (a wrapper summed the modules' CPU and the
+marginal 0.25 to 0.26; an hour later, on a slower machine, N=8 0.51 to 0.66 and N=64 0.35 (the
+code before 0.52 to 0.59 and 0.35 to 0.41). Earlier rounds (a wrapper summed the modules' CPU and the
 controller was the rest): four read modules and two index reads per node, N=64 1.77 controller
 CPU-s per node; one plan_facts call and each index read once per run, 0.72.
 
