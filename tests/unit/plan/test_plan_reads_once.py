@@ -116,39 +116,39 @@ def test_a_repository_without_an_index_fails_naming_the_variable_after_one_read(
     assert not (tmp_path / "plan" / "plan.json").exists()
 
 
-def twice_playbook(tmp_path):
-    """A playbook that imports plan.yml twice, as site.yml imports it once per stage."""
-    twice = tmp_path / "twice.yml"
-    stage = {"ansible.builtin.import_playbook": str(REPO / "playbooks" / "plan.yml")}
-    twice.write_text(yaml.safe_dump([dict(stage, name="stage one"), dict(stage, name="stage two")]))
-    return twice
+PLAN_STAGE = {"ansible.builtin.import_playbook": str(REPO / "playbooks" / "plan.yml")}
+NODE_CHECK_TASK = "TASK [gpufabric.rollout.plan : Gather the facts the checks need"
 
 
-def test_a_second_import_in_the_same_run_runs_no_task_on_the_planned_nodes(tmp_path, repo):
+def planned_twice(tmp_path, repo, *args):
+    """The output of a run of a playbook that imports plan.yml twice, as site.yml imports it once per
+    stage; the run passed and read the index once."""
     base_url, requests = repo
-    done = plan(tmp_path, base_url, twice_playbook(tmp_path))
+    twice = tmp_path / "twice.yml"
+    twice.write_text(yaml.safe_dump([dict(PLAN_STAGE, name="stage one"), dict(PLAN_STAGE, name="stage two")]))
+    done = plan(tmp_path, base_url, twice, *args)
     out = done.stdout + done.stderr
     assert done.returncode == 0, out[-4000:]
     assert requests == [INDEX]
+    return out
+
+
+def test_a_second_import_in_the_same_run_runs_no_task_on_the_planned_nodes(tmp_path, repo):
+    out = planned_twice(tmp_path, repo)
     node_play = "PLAY [Plan - read every GPU node and check its variables (nothing changes)]"
     assert out.count(node_play) == 2
     second = out.split(node_play)[2].split("PLAY [")[0]
     assert "skipping: no hosts matched" in second and "TASK [" not in second
     # every node's check ran once, in the first stage only
-    assert out.count("TASK [gpufabric.rollout.plan : Gather the facts the checks need") == 1
+    assert out.count(NODE_CHECK_TASK) == 1
     assert sorted(json.loads((tmp_path / "plan" / "plan.json").read_text())["node_plans"]) == list(NODES)
 
 
 def test_without_the_controller_a_second_import_skips_the_planned_nodes(tmp_path, repo):
     """--limit on the nodes alone: no summary, so each planned node skips the role's tasks."""
-    base_url, requests = repo
-    done = plan(tmp_path, base_url, twice_playbook(tmp_path), "--limit", "gpu_nodes")
-    out = done.stdout + done.stderr
-    assert done.returncode == 0, out[-4000:]
-    assert requests == [INDEX]
-    check = "TASK [gpufabric.rollout.plan : Gather the facts the checks need"
-    assert out.count(check) == 2
-    second = out.split(check)[2].split("TASK [")[0]
+    out = planned_twice(tmp_path, repo, "--limit", "gpu_nodes")
+    assert out.count(NODE_CHECK_TASK) == 2
+    second = out.split(NODE_CHECK_TASK)[2].split("TASK [")[0]
     assert sorted(line for line in second.splitlines()[1:] if line) == [f"skipping: [{n}]" for n in NODES], second
 
 
@@ -165,9 +165,8 @@ def test_each_node_keeps_its_report_section_rendered_from_its_own_plan(tmp_path,
             "mode": "0644",
         },
     }
-    stage = {"ansible.builtin.import_playbook": str(REPO / "playbooks" / "plan.yml")}
     sections.write_text(
-        yaml.safe_dump([stage, {"name": "sections", "hosts": "gpu_nodes", "gather_facts": False, "tasks": [keep]}])
+        yaml.safe_dump([PLAN_STAGE, {"name": "sections", "hosts": "gpu_nodes", "gather_facts": False, "tasks": [keep]}])
     )
     done = plan(tmp_path, base_url, sections)
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
