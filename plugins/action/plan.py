@@ -2,11 +2,12 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Action for gpufabric.rollout.plan: check variables and compute the plan on the controller.
 
-Runs on the controller; only check_node with gather_subset runs a module on the node (setup). The
+Runs on the controller; only check_node with gather_subset or read runs a module on the node (setup,
+or plan_facts with read: the setup facts and the plan's reads of the node in one call). The
 argument specs it checks against are read from the collection's own roles/*/meta/argument_specs.yml.
 
-Its results are return values, not ``ansible_facts`` (but for the facts setup returns to check_node
-with gather_subset, as setup would): facts a module returns are written to the
+Its results are return values, not ``ansible_facts`` (but for the facts setup and plan_facts return to
+check_node, as they would): facts a module returns are written to the
 fact cache (AWX jobs and ansible.cfg ``fact_caching``), and a later run would find a stale plan
 there. The plan role keeps them for the run with ``set_fact``, which never reaches the cache.
 """
@@ -40,6 +41,7 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.intent import sw
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import cluster as _plan_cluster
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import cluster_summary as _cluster_summary
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import index_reads as _index_reads
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node_read as _node_read
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node_records as _node_records
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import skew as _skew
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import upgrade as _upgrade
@@ -192,6 +194,7 @@ class ActionModule(ActionBase):
             "current",
             "gather_subset",
             "facts",
+            "read",
         )
     )
 
@@ -257,8 +260,15 @@ class ActionModule(ActionBase):
         self._task_vars = task_vars
         args = self._task.args
         part = args.get("part")
+        read: Optional[Dict[str, Any]] = None
         try:
-            if part == "check_node" and args.get("gather_subset"):
+            if part == "check_node" and args.get("read"):
+                read = self._read_node(task_vars, args)
+                if read.get("unreachable") or (read.get("failed") and "setup_facts" not in read):
+                    return dict(read, changed=False)
+                result["ansible_facts"] = read["setup_facts"]
+                task_vars = self._task_vars
+            elif part == "check_node" and args.get("gather_subset"):
                 setup = self._gather(task_vars, args)
                 if setup.get("failed") or setup.get("unreachable"):
                     return dict(setup, changed=False)
@@ -275,6 +285,11 @@ class ActionModule(ActionBase):
                     result["index_reads"] = _index_reads.index_reads(
                         values, ansible, task_vars.get("inventory_hostname")
                     )
+                if read is not None:
+                    read = self._read_checked(read, values, task_vars)
+                    if read.get("failed") or read.get("unreachable"):
+                        return dict(read, changed=False)
+                    result["ansible_facts"].update(read["ansible_facts"])
             elif part == "cluster":
                 result.update(self._cluster(task_vars, args))
             elif part == "upgrade":
@@ -291,6 +306,64 @@ class ActionModule(ActionBase):
             result["msg"] = refusal(part, task_vars.get("inventory_hostname"), exc.problems)
         result["changed"] = False
         return result
+
+    def _read_node(self, task_vars: Dict[str, Any], args: Dict[str, Any]) -> Dict[str, Any]:
+        """Part check_node with ``read``: setup's facts and the plan's reads of the node in one module
+        call (plan_facts with ``gather_subset``), before the check, with plan_facts' arguments rendered
+        from the node's variables as they stand (module_utils/plan/node_read.py). Returns plan_facts'
+        result with ``setup_facts`` (setup's facts) and ``guessed`` (the arguments it read with); the
+        check then sees the setup facts as the node's variables, as after a setup task of its own.
+
+        A value that cannot be rendered before the facts are known, or a read that failed before it
+        gathered them (an argument plan_facts refuses: the check names the variable), leaves the
+        read to ``_read_checked``, after the check, and gathers with setup alone. Unreachable: as is."""
+        guessed = self._unchecked_read_args(task_vars)
+        if guessed is not None:
+            read = self._execute_module(
+                module_name="gpufabric.rollout.plan_facts",
+                module_args=dict(
+                    guessed,
+                    gather_subset=list(args.get("gather_subset") or []),
+                    filter=list(args.get("facts") or []),
+                ),
+                task_vars=task_vars,
+            )
+            if read.get("unreachable"):
+                return read
+            if read.get("failed"):
+                setup = read.get("setup_facts")
+            else:
+                setup, reads = _node_read.split_facts(read.get("ansible_facts"))
+                read = dict(read, ansible_facts=reads)
+            if setup is not None:
+                self._task_vars = with_facts(task_vars, setup)
+                self._templar = self._templar.copy_with_new_env(available_variables=self._task_vars)
+                return dict(read, setup_facts=setup, guessed=guessed)
+        setup = self._gather(task_vars, args)
+        if setup.get("failed") or setup.get("unreachable"):
+            return setup
+        return {"setup_facts": setup.get("ansible_facts") or {}, "guessed": None}
+
+    def _unchecked_read_args(self, task_vars: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+        """plan_facts' arguments from the node's variables before the check (None when one of them
+        cannot be rendered yet, such as a template that reads a fact)."""
+        try:
+            return _node_read.read_args(self._values(task_vars, list(_node_read.variable_names())))
+        except Exception:  # pylint: disable=broad-exception-caught  # the check names what is wrong
+            return None
+
+    def _read_checked(self, read: Dict[str, Any], values: Dict[str, Any], task_vars: Dict[str, Any]) -> Dict[str, Any]:
+        """The reads of the node with the checked values: those of ``_read_node`` when it read with the
+        same arguments, else plan_facts once more with them (its failure as it returns it)."""
+        wanted = _node_read.read_args(values)
+        if read.get("guessed") == wanted:
+            return {k: v for k, v in read.items() if k not in ("setup_facts", "guessed")}
+        again = self._execute_module(
+            module_name="gpufabric.rollout.plan_facts", module_args=wanted, task_vars=task_vars
+        )
+        if again.get("failed") or again.get("unreachable"):
+            return again
+        return dict(again, ansible_facts=_node_read.split_facts(again.get("ansible_facts"))[1])
 
     def _gather(self, task_vars: Dict[str, Any], args: Dict[str, Any]) -> Dict[str, Any]:
         """setup's facts for part check_node with ``gather_subset`` (only the ``facts`` listed), read in

@@ -11,7 +11,8 @@ short_description: Check the collection's variables and compute the plan every r
 version_added: 0.1.0
 description:
   - An action plugin, used by the C(gpufabric.rollout.plan) role in C(playbooks/plan.yml). It runs on the controller;
-    only O(part=check_node) with O(gather_subset) runs a module on the node (M(ansible.builtin.setup)).
+    only O(part=check_node) with O(gather_subset) or O(read) runs a module on the node (M(ansible.builtin.setup), or
+    M(gpufabric.rollout.plan_facts) with O(read)).
   - With O(part=check_node) or O(part=check_cluster) it checks every collection-wide variable (the plan role's
     C(node_intent) or C(cluster_intent) argument spec) and every variable of the listed roles against their
     argument specs, plus the ranges and cross-field rules of the collection. Unknown keys and unknown variables
@@ -51,6 +52,16 @@ options:
     type: list
     elements: str
     default: []
+  read:
+    description:
+      - For O(part=check_node), also read what the node's plan needs (M(gpufabric.rollout.plan_facts)), in the same
+        module call as the setup facts of O(gather_subset), before the check, with plan_facts' arguments rendered
+        from the node's variables as they stand (C(gpufabric_sysroot), C(topology_storage_nics),
+        C(topology_rail_nics), C(topology_nvidia_smi), C(gpudirect_rdma_method), C(gpudirect_rdma_cuda_version)).
+        Where the check accepts other values, the node is read again with them; where plan_facts refuses a value, the
+        setup facts are gathered alone and the check names the variable. Its facts are returned with setup's.
+    type: bool
+    default: false
   facts:
     description:
       - For O(part=check_node) with O(gather_subset), the setup facts to return
@@ -110,6 +121,15 @@ EXAMPLES = r"""
     gather_subset: ['!all', '!min', distribution, platform]
     facts: [ansible_distribution, ansible_kernel]
   register: __plan_read
+
+- name: Read the node (setup facts, topology, GPU driver, packages, RDMA stack) and check its variables
+  gpufabric.rollout.plan:
+    part: check_node
+    roles: [topology, gpudirect_rdma]
+    read: true
+    gather_subset: ['!all', '!min', distribution, platform]
+    facts: [ansible_distribution, ansible_kernel]
+  register: __plan_check_node
 
 - name: Check the node's variables
   gpufabric.rollout.plan:

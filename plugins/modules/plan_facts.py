@@ -15,8 +15,11 @@ description:
     process instead of four.
   - The GPU driver read takes the GPUs the topology read found; the RDMA stack read takes the installed
     versions of the packages that tell the stacks apart, from the package read.
+  - With O(gather_subset), the facts of M(ansible.builtin.setup) first, from the same collectors, so that
+    the plan's node check reads the node in one module call (the plan action, part C(check_node) with
+    C(read)).
   - Fails with the message of the read that failed (topology, GPU driver, package database), and reads
-    nothing after it.
+    nothing after it; the setup facts gathered before it are then in RV(setup_facts).
   - Changes nothing.
 author:
   - gpufabric.rollout contributors (@gpufabric)
@@ -56,6 +59,23 @@ options:
     type: str
     choices: [auto, dpkg, rpm]
     default: auto
+  gather_subset:
+    description:
+      - The setup facts to gather as well, as O(ansible.builtin.setup#module:gather_subset); not given,
+        none are gathered.
+    type: list
+    elements: str
+  gather_timeout:
+    description:
+      - As O(ansible.builtin.setup#module:gather_timeout).
+    type: int
+    default: 10
+  filter:
+    description:
+      - Only the setup facts that match one of these, as O(ansible.builtin.setup#module:filter).
+    type: list
+    elements: str
+    default: []
 extends_documentation_fragment:
   - gpufabric.rollout.read_only
   - gpufabric.rollout.sysroot
@@ -109,9 +129,16 @@ manager:
   returned: success
   type: str
   sample: dpkg
+setup_facts:
+  description: The setup facts gathered before a read failed (O(gather_subset) given).
+  returned: failure after the setup facts were gathered
+  type: dict
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.facts import ansible_collector, default_collectors
+from ansible.module_utils.facts.collector import CollectorNotFoundError, CycleFoundInFactDeps, UnresolvedFactDep
+from ansible.module_utils.facts.namespace import PrefixFactNamespace
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.discover import gpudirect_read as _gpudirect_read
 from ansible_collections.gpufabric.rollout.plugins.module_utils.discover import topology_read as _topology_read
@@ -121,6 +148,46 @@ from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca
 from ansible_collections.gpufabric.rollout.plugins.module_utils.shared import packages as _packages
 from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.host import Runner, Sysroot
 from ansible_collections.gpufabric.rollout.plugins.module_utils.shared.parse import ParseError
+
+# setup's minimal subset (the "min" of gather_subset), as ansible.builtin.setup documents it.
+MINIMAL_SUBSET = frozenset(
+    (
+        "apparmor",
+        "caps",
+        "cmdline",
+        "date_time",
+        "distribution",
+        "dns",
+        "env",
+        "fips",
+        "local",
+        "lsb",
+        "pkg_mgr",
+        "platform",
+        "python",
+        "selinux",
+        "service_mgr",
+        "ssh_pub_keys",
+        "user",
+    )
+)
+
+
+def gather(module):
+    """setup's facts for O(gather_subset) and O(filter), from ansible-core's fact collectors, named
+    as setup names them (ansible_*)."""
+    try:
+        collector = ansible_collector.get_ansible_collector(
+            all_collector_classes=default_collectors.collectors,
+            namespace=PrefixFactNamespace(namespace_name="ansible", prefix="ansible_"),
+            filter_spec=module.params["filter"],
+            gather_subset=module.params["gather_subset"],
+            gather_timeout=module.params["gather_timeout"],
+            minimal_gather_subset=MINIMAL_SUBSET,
+        )
+    except (TypeError, CollectorNotFoundError, CycleFoundInFactDeps, UnresolvedFactDep) as exc:
+        module.fail_json(msg=f"gather_subset: {exc}")
+    return collector.collect(module=module)
 
 
 def read(params, runner, files):
@@ -156,17 +223,23 @@ def main():
             method=dict(type="str", default="auto", choices=["auto", "dmabuf", "peermem"]),
             cuda_version=dict(type="str", default=""),
             manager=dict(type="str", default="auto", choices=["auto", "dpkg", "rpm"]),
+            gather_subset=dict(type="list", elements="str"),
+            gather_timeout=dict(type="int", default=10),
+            filter=dict(type="list", elements="str", default=[]),
         ),
         supports_check_mode=True,
     )
+    setup = gather(module) if module.params["gather_subset"] is not None else {}
+    gathered = {"setup_facts": setup} if module.params["gather_subset"] is not None else {}
     try:
         result = read(module.params, Runner.for_module(module), Sysroot("/"))
     except (TopologyError, ParseError) as exc:
-        module.fail_json(msg=str(exc))
+        module.fail_json(msg=str(exc), **gathered)
     except OSError as exc:
-        module.fail_json(msg=f"cannot read the sysroot {module.params['sysroot']}: {exc}")
+        module.fail_json(msg=f"cannot read the sysroot {module.params['sysroot']}: {exc}", **gathered)
     except _packages.PackagesError as exc:
-        module.fail_json(msg=str(exc), **({"rc": exc.rc} if exc.rc is not None else {}))
+        module.fail_json(msg=str(exc), **gathered, **({"rc": exc.rc} if exc.rc is not None else {}))
+    result["ansible_facts"] = dict(setup, **result["ansible_facts"])
     module.exit_json(changed=False, **result)
 
 

@@ -117,7 +117,7 @@ def test_a_repository_without_an_index_fails_naming_the_variable_after_one_read(
 
 
 PLAN_STAGE = {"ansible.builtin.import_playbook": str(REPO / "playbooks" / "plan.yml")}
-NODE_CHECK_TASK = "TASK [gpufabric.rollout.plan : Gather the facts the checks need"
+NODE_CHECK_TASK = "TASK [gpufabric.rollout.plan : Read the node (facts, GPU/NIC/PCIe/NUMA topology"
 
 
 def planned_twice(tmp_path, repo, *args):
@@ -177,3 +177,17 @@ def test_each_node_keeps_its_report_section_rendered_from_its_own_plan(tmp_path,
         section = (tmp_path / f"section-{name}.txt").read_text()
         assert section.strip() == expected.strip()
         assert f"sysroot: {nodes[name]['preflight']['sysroot']}" in section.splitlines()
+
+
+def test_a_read_argument_a_template_takes_from_the_facts_is_read_with_its_checked_value(tmp_path, repo):
+    """The node check reads the node before it checks, with the read's arguments rendered from the
+    node's variables as they stand: a storage NIC that a template takes from the facts (none before
+    setup's facts are known) is known only after the check, and the node is read again with it."""
+    base_url, _requests = repo
+    nics = "{{ ['mlx5_0'] if ansible_facts.kernel is defined else [] }}"
+    done = plan(tmp_path, base_url, REPO / "playbooks" / "plan.yml", "-e", json.dumps({"topology_storage_nics": nics}))
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    for name in NODES:
+        record = json.loads((tmp_path / "plan" / "discovery" / f"{name}.json").read_text())
+        roles = {nic["rdma_device"]: nic["role"] for nic in record["topology"]["nics"]}
+        assert roles["mlx5_0"] == "storage" and roles["mlx5_1"] == "compute", roles

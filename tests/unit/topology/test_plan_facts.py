@@ -8,6 +8,7 @@ The commands answer as a Debian 12 node with DOCA-OFED 2.9.1 installed and the o
 
 from __future__ import annotations
 
+import platform
 import shutil
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import pytest
 from module_support import fake_runner, run_module
 
 from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import doca as _doca
+from ansible_collections.gpufabric.rollout.plugins.module_utils.plan import node_read as _node_read
 from ansible_collections.gpufabric.rollout.plugins.module_utils.shared import packages as _packages
 from ansible_collections.gpufabric.rollout.plugins.modules import (
     doca_ofed_facts,
@@ -106,3 +108,36 @@ def test_an_unreadable_package_database_fails_naming_the_query(node, monkeypatch
     assert code == 1 and out["rc"] == 2
     assert out["msg"] == "dpkg-query -W failed (exit 2): dpkg-query: error: cannot open status"
     assert ("dkms", "status") not in calls  # the RDMA stack read comes after the package read
+
+
+def test_with_gather_subset_setup_facts_come_first_filtered_as_setup_filters_them(node, monkeypatch, capsys):
+    """The node check's one call: setup's collectors (platform here) with setup's filter, then the reads."""
+    args = {
+        "sysroot": node,
+        "gather_subset": ["!all", "!min", "platform"],
+        "filter": ["ansible_kernel", "ansible_architecture"],
+    }
+    out = facts_of(plan_facts, args, monkeypatch, capsys)
+    facts = out["ansible_facts"]
+    assert set(facts) == {"ansible_kernel", "ansible_architecture", *_node_read.READ_FACTS}
+    assert facts["ansible_kernel"] == platform.release() and facts["ansible_architecture"] == platform.machine()
+    without = facts_of(plan_facts, {"sysroot": node}, monkeypatch, capsys)
+    assert set(without["ansible_facts"]) == set(_node_read.READ_FACTS), "no gather_subset: no setup facts"
+    assert {k: facts[k] for k in _node_read.READ_FACTS} == without["ansible_facts"]
+
+
+def test_a_failed_read_after_gathering_returns_the_setup_facts(tmp_path, monkeypatch, capsys):
+    args = {
+        "sysroot": str(tmp_path / "missing"),
+        "gather_subset": ["!all", "!min", "platform"],
+        "filter": ["ansible_kernel"],
+    }
+    code, out = run_module(plan_facts, args, monkeypatch, capsys, runner=fake_runner(node_table()))
+    assert code == 1 and "does not exist" in out["msg"]
+    assert out["setup_facts"] == {"ansible_kernel": platform.release()}
+    assert "ansible_facts" not in out
+
+
+def test_a_bad_subset_fails_naming_the_option(node, monkeypatch, capsys):
+    code, out = run_module(plan_facts, {"sysroot": node, "gather_subset": ["platfrom"]}, monkeypatch, capsys)
+    assert code == 1 and out["msg"].startswith("gather_subset: ") and "platfrom" in out["msg"]
