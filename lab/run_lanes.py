@@ -10,6 +10,10 @@ its time and its log. When a lane fails, the end of the output is a short summar
 the failing tests or errors found in its log (pytest's FAILED/ERROR lines, ansible-test's ERROR
 lines, Ansible's fatal lines, make's errors) and the last lines of the log, then the log's path.
 The exit status is 0 only when every lane passed.
+
+Each status line and the last line also say how busy the machine's CPUs were (/proc/stat: the
+share of CPU time not idle or waiting on I/O, over the last interval and over the whole run), which
+tells whether moving work between lanes can shorten the run (docs/contributing.md).
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 REPO = Path(__file__).resolve().parents[1]
 # What a log says about why it failed, most specific first (up to MAX_FINDINGS lines in the summary).
@@ -30,6 +34,28 @@ FINDINGS = re.compile(
 )
 MAX_FINDINGS = 15
 TAIL_LINES = 25
+
+
+def cpu_times(stat: Path = Path("/proc/stat")) -> Optional[Tuple[int, int]]:
+    """(busy, total) CPU time of every CPU since boot, in clock ticks, from /proc/stat's ``cpu`` line
+    (user nice system idle iowait irq softirq steal; idle and iowait are not busy). None where it
+    cannot be read."""
+    try:
+        fields = stat.read_text().splitlines()[0].split()
+        if fields[0] != "cpu":
+            return None
+        ticks = [int(value) for value in fields[1:9]]
+    except (OSError, IndexError, ValueError):
+        return None
+    total = sum(ticks)
+    return total - ticks[3] - (ticks[4] if len(ticks) > 4 else 0), total
+
+
+def busy(before: Optional[Tuple[int, int]], after: Optional[Tuple[int, int]]) -> str:
+    """How busy the CPUs were between two cpu_times readings, as "N %" ("?" when unknown)."""
+    if before is None or after is None or after[1] <= before[1]:
+        return "?"
+    return f"{round(100 * (after[0] - before[0]) / (after[1] - before[1]))} %"
 
 
 def last_line(path: Path) -> str:
@@ -88,9 +114,17 @@ class Lane:
         return out
 
 
-def run(lanes: Dict[str, str], tag: str, every: float, say=print, logs: Optional[Path] = None) -> int:
+def run(
+    lanes: Dict[str, str],
+    tag: str,
+    every: float,
+    say=print,
+    logs: Optional[Path] = None,
+    stat: Path = Path("/proc/stat"),
+) -> int:
     logs = logs or REPO / ".lab" / "logs" / tag
     say(f"[{tag}] {', '.join(lanes)} side by side; logs in {logs}/")
+    first = last = cpu_times(stat)
     running = [Lane(name, command, logs / f"{name}.log") for name, command in lanes.items()]
     ended: List[Lane] = []
     next_status = time.monotonic() + every
@@ -101,17 +135,19 @@ def run(lanes: Dict[str, str], tag: str, every: float, say=print, logs: Optional
             ended.append(lane)
             say(f"[{tag}] {lane.status()}; log {lane.log}")
         if running and time.monotonic() >= next_status:
-            say(f"[{tag}] " + " | ".join(lane.status() for lane in ended + running))
-            next_status = time.monotonic() + every
+            now = cpu_times(stat)
+            say(f"[{tag}] CPUs {busy(last, now)} busy | " + " | ".join(lane.status() for lane in ended + running))
+            last, next_status = now, time.monotonic() + every
     failed = [lane for lane in ended if lane.rc != 0]
+    cpus = f"the {os.cpu_count()} CPUs were {busy(first, cpu_times(stat))} busy"
     if not failed:
-        say(f"[{tag}] passed: " + ", ".join(f"{lane.name} ({lane.elapsed()} s)" for lane in ended))
+        say(f"[{tag}] passed: " + ", ".join(f"{lane.name} ({lane.elapsed()} s)" for lane in ended) + f"; {cpus}")
         return 0
     say("")
     for lane in failed:
         for line in lane.summary():
             say(line)
-    say(f"[{tag}] FAILED: {', '.join(lane.name for lane in failed)} (see above; full logs in {logs}/)")
+    say(f"[{tag}] FAILED: {', '.join(lane.name for lane in failed)} (see above; full logs in {logs}/); {cpus}")
     return 1
 
 

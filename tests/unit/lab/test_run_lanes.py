@@ -4,6 +4,7 @@ names the lane, what failed in its log and where the log is."""
 from __future__ import annotations
 
 import importlib.util
+import os
 from pathlib import Path
 
 import pytest
@@ -64,3 +65,22 @@ def test_heartbeat_speaks_up_during_silence_and_keeps_stdout_and_status(tmp_path
     assert out.stdout == "result\n"
     assert out.stderr.startswith("start\n")
     assert "[hb] ... still running after" in out.stderr
+
+
+def test_the_cpus_busy_share_is_read_from_proc_stat_without_idle_and_iowait(tmp_path):
+    stat = tmp_path / "stat"
+    stat.write_text("cpu  100 0 0 100 0 0 0 0 0 0\ncpu0 50 0 0 50 0 0 0 0 0 0\n")
+    lines = []
+    # the lane moves the counters on: 150 ticks user, 50 system, 100 idle, 100 iowait since the start
+    lane = f"printf 'cpu  250 0 50 200 100 0 0 0 0 0\\n' > {stat}"
+    assert run_lanes.run({"a": lane}, "t", 30, lines.append, logs=tmp_path, stat=stat) == 0
+    assert lines[-1].endswith(f"; the {os.cpu_count()} CPUs were 50 % busy"), lines[-1]
+
+
+def test_an_unreadable_or_unchanged_proc_stat_says_it_does_not_know(tmp_path):
+    assert run_lanes.cpu_times(tmp_path / "missing") is None
+    (tmp_path / "odd").write_text("intr 1 2 3\n")
+    assert run_lanes.cpu_times(tmp_path / "odd") is None
+    assert run_lanes.busy(None, (1, 2)) == "?" and run_lanes.busy((1, 2), (1, 2)) == "?"
+    busy_ticks, total_ticks = run_lanes.cpu_times()  # this machine's (Linux)
+    assert 0 < busy_ticks < total_ticks
