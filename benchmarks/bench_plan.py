@@ -30,8 +30,8 @@ alone and the cluster part reading the nodes' variables untemplated: N=8 0.44 to
 N=64 0.27 to 0.29 (three rounds; the code before 0.48 to 0.51 and 0.33 to 0.34 in the same hour),
 marginal 0.25 to 0.26; an hour later, on a slower machine, N=8 0.51 to 0.66 and N=64 0.35 (the
 code before 0.52 to 0.59 and 0.35 to 0.41). That night, with the node read in one module call inside
-the node check (two tasks per node, 139 workers at N=64): N=8 0.41 to 0.45 and N=64 0.24 to 0.26 (three
-rounds; the code before 0.47 to 0.48 and 0.27 to 0.29 in the same hour), marginal 0.22 to 0.24, all
+the node check (two tasks per node, 139 workers at N=64): N=8 0.40 to 0.45 and N=64 0.24 to 0.26 (six
+rounds in two hours; the code before 0.45 to 0.53 and 0.27 to 0.29), marginal 0.22 to 0.24, all
 CPU-s per node at N=64 0.89 to 0.96 instead of 1.16 to 1.24, peak RSS 124 MiB instead of 106.
 Earlier rounds (a wrapper summed the modules' CPU and the
 controller was the rest): four read modules and two index reads per node, N=64 1.77 controller
