@@ -144,8 +144,8 @@ molecule: tools controlplane lab-image
 	LAB_CRDS_DIR="$(TEST_CRDS)" lab/molecule/run.sh $(SCENARIO)
 
 # Every scenario; make test splits them between its two lanes (below).
-LAB_LANE_SCENARIOS := host_layer
-CLUSTER_LANE_SCENARIOS := cluster_layer upgrade storage
+LAB_LANE_SCENARIOS := host_layer storage
+CLUSTER_LANE_SCENARIOS := cluster_layer upgrade
 TEST_SCENARIOS := $(LAB_LANE_SCENARIOS) $(CLUSTER_LANE_SCENARIOS)
 molecule-test: tools controlplane lab-image
 	LAB_CRDS_DIR="$(TEST_CRDS)" lab/molecule/run.sh $(TEST_SCENARIOS)

@@ -11,8 +11,8 @@ the failing tests or errors found in its log (pytest's FAILED/ERROR lines, ansib
 lines, Ansible's fatal lines, make's errors) and the last lines of the log, then the log's path.
 The exit status is 0 only when every lane passed.
 
-Each status line and the last line also say how busy the machine's CPUs were (/proc/stat: the
-share of CPU time not idle or waiting on I/O, over the last interval and over the whole run), which
+Each status line and the last line also say how busy the machine's CPUs were and how much of
+their time they waited on I/O (/proc/stat, over the last interval and over the whole run), which
 tells whether moving work between lanes can shorten the run (docs/contributing.md).
 """
 
@@ -36,10 +36,10 @@ MAX_FINDINGS = 15
 TAIL_LINES = 25
 
 
-def cpu_times(stat: Path = Path("/proc/stat")) -> Optional[Tuple[int, int]]:
-    """(busy, total) CPU time of every CPU since boot, in clock ticks, from /proc/stat's ``cpu`` line
-    (user nice system idle iowait irq softirq steal; idle and iowait are not busy). None where it
-    cannot be read."""
+def cpu_times(stat: Path = Path("/proc/stat")) -> Optional[Tuple[int, int, int]]:
+    """(busy, iowait, total) CPU time of every CPU since boot, in clock ticks, from /proc/stat's
+    ``cpu`` line (user nice system idle iowait irq softirq steal; idle and iowait are not busy).
+    None where it cannot be read."""
     try:
         fields = stat.read_text().splitlines()[0].split()
         if fields[0] != "cpu":
@@ -48,14 +48,19 @@ def cpu_times(stat: Path = Path("/proc/stat")) -> Optional[Tuple[int, int]]:
     except (OSError, IndexError, ValueError):
         return None
     total = sum(ticks)
-    return total - ticks[3] - (ticks[4] if len(ticks) > 4 else 0), total
+    iowait = ticks[4] if len(ticks) > 4 else 0
+    return total - ticks[3] - iowait, iowait, total
 
 
-def busy(before: Optional[Tuple[int, int]], after: Optional[Tuple[int, int]]) -> str:
-    """How busy the CPUs were between two cpu_times readings, as "N %" ("?" when unknown)."""
-    if before is None or after is None or after[1] <= before[1]:
-        return "?"
-    return f"{round(100 * (after[0] - before[0]) / (after[1] - before[1]))} %"
+def busy(before: Optional[Tuple[int, int, int]], after: Optional[Tuple[int, int, int]]) -> str:
+    """How busy the CPUs were between two cpu_times readings, and how much of their time they waited
+    on I/O, as "N % busy, M % iowait" ("? busy" when unknown)."""
+    if before is None or after is None or after[2] <= before[2]:
+        return "? busy"
+    total = after[2] - before[2]
+    return (
+        f"{round(100 * (after[0] - before[0]) / total)} % busy, {round(100 * (after[1] - before[1]) / total)} % iowait"
+    )
 
 
 def last_line(path: Path) -> str:
@@ -136,10 +141,10 @@ def run(
             say(f"[{tag}] {lane.status()}; log {lane.log}")
         if running and time.monotonic() >= next_status:
             now = cpu_times(stat)
-            say(f"[{tag}] CPUs {busy(last, now)} busy | " + " | ".join(lane.status() for lane in ended + running))
+            say(f"[{tag}] CPUs {busy(last, now)} | " + " | ".join(lane.status() for lane in ended + running))
             last, next_status = now, time.monotonic() + every
     failed = [lane for lane in ended if lane.rc != 0]
-    cpus = f"the {os.cpu_count()} CPUs were {busy(first, cpu_times(stat))} busy"
+    cpus = f"the {os.cpu_count()} CPUs: {busy(first, cpu_times(stat))}"
     if not failed:
         say(f"[{tag}] passed: " + ", ".join(f"{lane.name} ({lane.elapsed()} s)" for lane in ended) + f"; {cpus}")
         return 0

@@ -74,13 +74,13 @@ def test_the_cpus_busy_share_is_read_from_proc_stat_without_idle_and_iowait(tmp_
     # the lane moves the counters on: 150 ticks user, 50 system, 100 idle, 100 iowait since the start
     lane = f"printf 'cpu  250 0 50 200 100 0 0 0 0 0\\n' > {stat}"
     assert run_lanes.run({"a": lane}, "t", 30, lines.append, logs=tmp_path, stat=stat) == 0
-    assert lines[-1].endswith(f"; the {os.cpu_count()} CPUs were 50 % busy"), lines[-1]
+    assert lines[-1].endswith(f"; the {os.cpu_count()} CPUs: 50 % busy, 25 % iowait"), lines[-1]
 
 
 def test_an_unreadable_or_unchanged_proc_stat_says_it_does_not_know(tmp_path):
     assert run_lanes.cpu_times(tmp_path / "missing") is None
     (tmp_path / "odd").write_text("intr 1 2 3\n")
     assert run_lanes.cpu_times(tmp_path / "odd") is None
-    assert run_lanes.busy(None, (1, 2)) == "?" and run_lanes.busy((1, 2), (1, 2)) == "?"
-    busy_ticks, total_ticks = run_lanes.cpu_times()  # this machine's (Linux)
-    assert 0 < busy_ticks < total_ticks
+    assert run_lanes.busy(None, (1, 0, 2)) == "? busy" and run_lanes.busy((1, 0, 2), (1, 0, 2)) == "? busy"
+    busy_ticks, iowait_ticks, total_ticks = run_lanes.cpu_times()  # this machine's (Linux)
+    assert 0 < busy_ticks < total_ticks and 0 <= iowait_ticks < total_ticks
