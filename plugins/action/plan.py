@@ -336,8 +336,7 @@ class ActionModule(ActionBase):
                 setup, reads = _node_read.split_facts(read.get("ansible_facts"))
                 read = dict(read, ansible_facts=reads)
             if setup is not None:
-                self._task_vars = with_facts(task_vars, setup)
-                self._templar = self._templar.copy_with_new_env(available_variables=self._task_vars)
+                self._see_facts(task_vars, setup)
                 return dict(read, setup_facts=setup, guessed=guessed)
         setup = self._gather(task_vars, args)
         if setup.get("failed") or setup.get("unreachable"):
@@ -379,9 +378,13 @@ class ActionModule(ActionBase):
             task_vars=task_vars,
         )
         if not (setup.get("failed") or setup.get("unreachable")):
-            self._task_vars = with_facts(task_vars, setup.get("ansible_facts") or {})
-            self._templar = self._templar.copy_with_new_env(available_variables=self._task_vars)
+            self._see_facts(task_vars, setup.get("ansible_facts") or {})
         return setup
+
+    def _see_facts(self, task_vars: Dict[str, Any], facts: Dict[str, Any]) -> None:
+        """The check's variables and templar from here on: the node's, with setup's ``facts`` as its facts."""
+        self._task_vars = with_facts(task_vars, facts)
+        self._templar = self._templar.copy_with_new_env(available_variables=self._task_vars)
 
     def _records(self, task_vars: Dict[str, Any], args: Dict[str, Any], save: bool):
         """Every GPU node's record: this run's (stored when ``save``), else the stored one, else None."""

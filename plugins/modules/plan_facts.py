@@ -229,8 +229,9 @@ def main():
         ),
         supports_check_mode=True,
     )
-    setup = gather(module) if module.params["gather_subset"] is not None else {}
-    gathered = {"setup_facts": setup} if module.params["gather_subset"] is not None else {}
+    gathering = module.params["gather_subset"] is not None
+    setup = gather(module) if gathering else {}
+    gathered = {"setup_facts": setup} if gathering else {}
     try:
         result = read(module.params, Runner.for_module(module), Sysroot("/"))
     except (TopologyError, ParseError) as exc:
